@@ -1,0 +1,395 @@
+//! The command line, exactly as `../shared/CONTRACT.md` names it. Only definitions
+//! live here; `commands/` turns parsed arguments into calls of the modules.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::units::{ByteSize, Seconds};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "judge-runner",
+    version = crate::version::RUNNER_VERSION,
+    about = "Sandboxed judging of submissions against Kattis/ICPC problem packages, \
+             and the Server/Runner protocol around it",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one program in a sandbox (namespaces, cgroup, seccomp, per-box uid)
+    Sandbox(SandboxArgs),
+    /// Evaluate one submission locally against a problem package
+    Judge(JudgeArgs),
+    /// Check or fetch problem packages
+    #[command(subcommand)]
+    Package(PackageCommand),
+    /// Run the Server: jobs, leases, results (SQLite or PostgreSQL)
+    Serve(ServeArgs),
+    /// Run the Runner daemon: claim jobs from a Server and evaluate them
+    Daemon(DaemonArgs),
+    /// Run the whole system on this machine with the bundled example problems
+    Demo(DemoArgs),
+}
+
+/// `--max-entries` / `--max-unpacked`: the unpacking limits shared by `judge`,
+/// `package` and `daemon`.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct UnpackLimitArgs {
+    /// Most entries a package archive may hold
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_entries: u64,
+    /// Most bytes a package may unpack to
+    #[arg(long, value_name = "SIZE", default_value = "4G")]
+    pub max_unpacked: ByteSize,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SandboxArgs {
+    /// CPU-time limit in seconds: all processes and threads of the run together
+    #[arg(long, value_name = "SECS")]
+    pub time: Option<Seconds>,
+    /// Wall-clock limit in seconds [default: 2*time+1 with --time, else 30]
+    #[arg(long, value_name = "SECS")]
+    pub wall_time: Option<Seconds>,
+    /// Memory limit of the whole run (256M, 1G, bytes)
+    #[arg(long, value_name = "SIZE", default_value = "512M")]
+    pub memory: ByteSize,
+    /// Processes + threads alive at once
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub processes: u32,
+    /// Largest file the program may write, stdout/stderr included
+    #[arg(long, value_name = "SIZE", default_value = "64M")]
+    pub output: ByteSize,
+    /// Stack rlimit [default: same as --memory]
+    #[arg(long, value_name = "SIZE")]
+    pub stack: Option<ByteSize>,
+    /// Open file descriptors
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub open_files: u32,
+    /// Host dir mounted read-write at /box (the working directory) [default: a fresh temp dir]
+    #[arg(long = "box", value_name = "DIR")]
+    pub box_dir: Option<PathBuf>,
+    /// Which box: uid/gid 60000+N and its own cgroup; concurrent runs use distinct ids
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub box_id: u32,
+    /// Size of the /tmp tmpfs (its pages count against --memory)
+    #[arg(long, value_name = "SIZE", default_value = "64M")]
+    pub tmp_size: ByteSize,
+    /// Pin the run to CPU N
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<u32>,
+    /// Extra bind mount HOST:INSIDE[:rw], read-only unless :rw; repeatable
+    #[arg(long, value_name = "HOST:INSIDE[:rw]")]
+    pub bind: Vec<BindArg>,
+    /// Host file for the program's stdin [default: /dev/null]
+    #[arg(long, value_name = "FILE")]
+    pub stdin: Option<PathBuf>,
+    /// Host file for the program's stdout [default: inherited]
+    #[arg(long, value_name = "FILE")]
+    pub stdout: Option<PathBuf>,
+    /// Host file for the program's stderr [default: inherited]
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// NAME=VALUE added to the environment; repeatable
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub env: Vec<EnvArg>,
+    /// Seccomp policy (seccompiler JSON) or `none` [default: the built-in seccomp/default.json]
+    #[arg(long, value_name = "FILE|none")]
+    pub seccomp: Option<String>,
+    /// Keep the host's network [default: isolated, loopback only]
+    #[arg(long)]
+    pub network: bool,
+    /// Write the report as one JSON object (`-` = stdout) [default: human summary on stderr]
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<String>,
+    /// Parent cgroup the runner owns; each run gets its own cgroup below it
+    #[arg(long, value_name = "NAME", default_value = "judge-runner")]
+    pub cgroup_parent: String,
+    /// PROGRAM [ARGS...], resolved inside the sandbox
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
+    pub command: Vec<String>,
+}
+
+/// `HOST:INSIDE[:rw]`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindArg {
+    pub host: PathBuf,
+    pub inside: PathBuf,
+    pub writable: bool,
+}
+
+impl FromStr for BindArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (rest, writable) = match s.strip_suffix(":rw") {
+            Some(rest) => (rest, true),
+            None => (s.strip_suffix(":ro").unwrap_or(s), false),
+        };
+        let (host, inside) = rest
+            .split_once(':')
+            .ok_or_else(|| format!("invalid bind {s:?}: expected HOST:INSIDE[:rw]"))?;
+        if host.is_empty() || !inside.starts_with('/') {
+            return Err(format!(
+                "invalid bind {s:?}: HOST must be non-empty and INSIDE an absolute path"
+            ));
+        }
+        Ok(BindArg {
+            host: PathBuf::from(host),
+            inside: PathBuf::from(inside),
+            writable,
+        })
+    }
+}
+
+/// `NAME=VALUE`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvArg {
+    pub name: String,
+    pub value: String,
+}
+
+impl FromStr for EnvArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.split_once('=') {
+            Some((name, value))
+                if !name.is_empty() && !name.contains('\0') && !value.contains('\0') =>
+            {
+                Ok(EnvArg {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                })
+            }
+            _ => Err(format!(
+                "invalid environment entry {s:?}: expected NAME=VALUE"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JudgeArgs {
+    /// Problem package: a directory or a .tar.gz
+    #[arg(long, value_name = "PACKAGE")]
+    pub problem: PathBuf,
+    /// Language of the submission [default: from the first SOURCE's extension]
+    #[arg(long, value_name = "LANG")]
+    pub language: Option<String>,
+    /// Time limit when the package names none
+    #[arg(long, value_name = "SECS")]
+    pub time_limit: Option<Seconds>,
+    /// Write the report as JSON (`-` = stdout)
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<String>,
+    /// Write the per-test details document (JSON array)
+    #[arg(long, value_name = "FILE")]
+    pub details: Option<PathBuf>,
+    /// Write the compiler output
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Language table (TOML) replacing the built-in one
+    #[arg(long = "languages", value_name = "FILE")]
+    pub language_config: Option<PathBuf>,
+    /// First box id to use (the judge may use a few consecutive ones: interactive, validators)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub box_id: u32,
+    /// Pin sandboxed runs to CPU N
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<u32>,
+    /// Parent cgroup the judge owns
+    #[arg(long, value_name = "NAME", default_value = "judge-runner")]
+    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub unpack: UnpackLimitArgs,
+    /// The submission's source files
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum PackageCommand {
+    /// Parse a package (directory or .tar.gz) and print what it holds or what is wrong
+    Check(PackageCheckArgs),
+    /// Bring a package into the cache (download once, SHA-256 checked, unpacked atomically)
+    Fetch(PackageFetchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PackageCheckArgs {
+    /// A package directory or .tar.gz
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Time limit to assume when the package names none
+    #[arg(long, value_name = "SECS")]
+    pub time_limit: Option<Seconds>,
+    #[command(flatten)]
+    pub unpack: UnpackLimitArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PackageFetchArgs {
+    /// Where the .tar.gz is served
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Expected SHA-256 of the .tar.gz bytes (hex)
+    #[arg(long, value_name = "HEX")]
+    pub sha256: String,
+    /// Cache root
+    #[arg(long, value_name = "DIR", default_value = "packages-cache")]
+    pub cache: PathBuf,
+    /// Size budget of the cache (least recently used entries are evicted)
+    #[arg(long, value_name = "SIZE", default_value = "10G")]
+    pub cache_size: ByteSize,
+    #[command(flatten)]
+    pub unpack: UnpackLimitArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// sqlite://FILE (created when missing) or postgres://...
+    #[arg(long, value_name = "URL", default_value = "sqlite://judge.db")]
+    pub database: String,
+    /// Where packages and attachments are stored (may be shared by several servers)
+    #[arg(long, value_name = "DIR", default_value = "judge-storage")]
+    pub storage: PathBuf,
+    /// Lease granted on a claim, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub lease_seconds: u64,
+    /// Deliveries after which a job goes to Failed (deliveries.exhausted)
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub delivery_cap: u32,
+    /// Seconds between reaper sweeps
+    #[arg(long, value_name = "SECS", default_value = "2")]
+    pub reap_interval: Seconds,
+    /// Base URL Runners use to reach this Server, for package URLs in claims [default: from the request's Host]
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Largest JSON body accepted
+    #[arg(long, value_name = "SIZE", default_value = "16M")]
+    pub max_body: ByteSize,
+    /// Largest package or attachment upload accepted
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub max_upload: ByteSize,
+    /// The manager token (every scope)
+    #[arg(
+        long,
+        env = "JUDGE_MANAGER_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub manager_token: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DaemonArgs {
+    /// Base URL of the Server
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+    /// This Runner's key (from POST /api/runners)
+    #[arg(
+        long,
+        env = "JUDGE_RUNNER_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub key: String,
+    /// Slots evaluating in parallel [default: CPUs - 1, at least 1]
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// Box id of the first slot; slots use N, N+1, ...
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub first_box: u32,
+    /// Package cache root, shareable between daemons
+    #[arg(long, value_name = "DIR", default_value = "packages-cache")]
+    pub cache: PathBuf,
+    /// Size budget of the package cache
+    #[arg(long, value_name = "SIZE", default_value = "10G")]
+    pub cache_size: ByteSize,
+    /// Languages to offer (comma-separated) [default: every configured language whose toolchain is present]
+    #[arg(long, value_name = "LANGS", value_delimiter = ',')]
+    pub languages: Option<Vec<String>>,
+    /// Language table (TOML) replacing the built-in one
+    #[arg(long, value_name = "FILE")]
+    pub language_config: Option<PathBuf>,
+    /// Serve Prometheus metrics on this address
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Parent cgroup the daemon owns
+    #[arg(long, value_name = "NAME", default_value = "judge-runner")]
+    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub unpack: UnpackLimitArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Slots of the demo's Runner [default: CPUs - 1, at least 1]
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// Keep the demo's temporary directory (database, storage, cache) and print where it is
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bind_parses() {
+        let b: BindArg = "/data:/data:rw".parse().unwrap();
+        assert!(b.writable);
+        let b: BindArg = "in:/in".parse().unwrap();
+        assert_eq!(b.host, PathBuf::from("in"));
+        assert!(!b.writable);
+        assert!("nope".parse::<BindArg>().is_err());
+        assert!("/a:rel".parse::<BindArg>().is_err());
+    }
+
+    #[test]
+    fn env_parses() {
+        let e: EnvArg = "A=b=c".parse().unwrap();
+        assert_eq!((e.name.as_str(), e.value.as_str()), ("A", "b=c"));
+        assert!("=x".parse::<EnvArg>().is_err());
+        assert!("x".parse::<EnvArg>().is_err());
+    }
+
+    #[test]
+    fn sandbox_takes_program_after_double_dash() {
+        let cli = Cli::try_parse_from([
+            "judge-runner",
+            "sandbox",
+            "--time",
+            "1",
+            "--",
+            "/bin/echo",
+            "-n",
+            "hi",
+        ])
+        .unwrap();
+        let Command::Sandbox(args) = cli.command else {
+            panic!("not sandbox")
+        };
+        assert_eq!(args.command, ["/bin/echo", "-n", "hi"]);
+        assert_eq!(args.memory, ByteSize(512 << 20));
+    }
+}

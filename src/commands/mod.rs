@@ -1,0 +1,50 @@
+//! One entry per subcommand: turn parsed arguments into calls of the modules, print
+//! what the contract says, and answer an exit status. Sits on top of every module.
+
+mod daemon;
+mod judge;
+mod package;
+mod sandbox;
+mod serve;
+
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command};
+
+/// Exit status of a command that failed because of its arguments.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status of a command that failed for another reason.
+pub const EXIT_FAILURE: u8 = 1;
+
+/// Logs go to stderr. One-shot commands log warnings only, so their own stderr
+/// output (progress, summaries) stays readable; `RUST_LOG` overrides.
+pub fn init_tracing(command: &Command) {
+    let default = match command {
+        Command::Serve(_) | Command::Daemon(_) => "info",
+        Command::Sandbox(_) | Command::Judge(_) | Command::Package(_) | Command::Demo(_) => "warn",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Sandbox(args) => sandbox::run(args),
+        Command::Judge(args) => judge::run(args),
+        Command::Package(cmd) => package::run(cmd),
+        Command::Serve(args) => serve::run(args),
+        Command::Daemon(args) => daemon::run(args),
+        Command::Demo(args) => crate::demo::run(args),
+    }
+}
+
+/// What a subcommand whose issue has not landed yet answers.
+pub fn not_yet_implemented(name: &str) -> ExitCode {
+    eprintln!("judge-runner {name}: not yet implemented");
+    ExitCode::from(EXIT_USAGE)
+}
