@@ -330,6 +330,9 @@ pub struct DaemonArgs {
     /// Parent cgroup the daemon owns
     #[arg(long, value_name = "NAME", default_value = "judge-runner")]
     pub cgroup_parent: String,
+    /// On SIGTERM/SIGINT, let running jobs finish for up to SECS before releasing them
+    #[arg(long, value_name = "SECS", default_value = "0")]
+    pub grace: Seconds,
     #[command(flatten)]
     pub unpack: UnpackLimitArgs,
 }

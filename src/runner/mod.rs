@@ -1,2 +1,271 @@
-//! The Runner daemon (`judge-runner daemon`): claims jobs, evaluates them through
-//! `judge`, renews leases, attaches details and log, reports the Result.
+//! The Runner daemon (`judge-runner daemon`): claims jobs and trials from a
+//! Server, evaluates them through `judge`, keeps their leases alive, attaches
+//! `details` and `log`, reports the Result (`../shared/CONTRACT.md` §5).
+//!
+//! - [`client`]: the protocol calls; `lease.lost` and "unreachable" typed;
+//! - [`lease`]: one keeper task per held job (progress, renewals, loss);
+//! - [`slot`]: one loop per slot, pinned to a CPU and a box id;
+//! - [`job`]: one claimed piece of work, from package to Result;
+//! - [`shutdown`]: the three stages of stopping; [`metrics`]: Prometheus text.
+//!
+//! Imports `judge`, `package` and `protocol`; never `server`.
+
+pub mod backoff;
+pub mod client;
+mod job;
+pub mod lease;
+pub mod metrics;
+pub mod shutdown;
+mod slot;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::judge::{Judge, JudgeConfig, LanguageConfigError, LanguageTable, ValidatorCache};
+use crate::package::{Cache, PackageError, UnpackLimits};
+
+pub use client::{Client, ClientError, WorkRef};
+pub use metrics::Metrics;
+pub use shutdown::Shutdown;
+
+/// Everything a daemon needs, independent of clap (the demo builds one too).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Base URL of the Server.
+    pub server: String,
+    /// This Runner's key.
+    pub key: String,
+    /// Slots evaluating in parallel; `None`: CPUs − 1, at least 1.
+    pub slots: Option<u32>,
+    /// Box id of the first slot; slot `i` uses `first_box + i`.
+    pub first_box: u32,
+    pub cache_dir: PathBuf,
+    pub cache_size: u64,
+    pub unpack: UnpackLimits,
+    /// Languages to offer; `None`: every configured language whose toolchain is here.
+    pub languages: Option<Vec<String>>,
+    /// A language table replacing the built-in one.
+    pub language_config: Option<PathBuf>,
+    pub cgroup_parent: String,
+    /// Serve Prometheus text on this address.
+    pub metrics: Option<SocketAddr>,
+    /// How long a claim waits on the Server for work (long poll).
+    pub claim_wait: Duration,
+    /// Pin each slot's sandboxes to a CPU of its own.
+    pub pin_cpus: bool,
+}
+
+impl Config {
+    /// The contract's defaults for this Server and key.
+    pub fn new(server: impl Into<String>, key: impl Into<String>) -> Self {
+        Config {
+            server: server.into(),
+            key: key.into(),
+            slots: None,
+            first_box: 0,
+            cache_dir: PathBuf::from("packages-cache"),
+            cache_size: 10 << 30,
+            unpack: UnpackLimits::default(),
+            languages: None,
+            language_config: None,
+            cgroup_parent: crate::sandbox::DEFAULT_CGROUP_PARENT.to_string(),
+            metrics: None,
+            claim_wait: Duration::from_secs(20),
+            pin_cpus: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("cannot open the package cache: {0}")]
+    Cache(#[from] PackageError),
+    #[error("cannot load the language table: {0}")]
+    Languages(#[from] LanguageConfigError),
+    #[error("no language to offer: {detail}")]
+    NoLanguages { detail: String },
+    #[error("cannot serve metrics on {addr}: {source}")]
+    Metrics {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A daemon ready to run: its slots built, its languages probed.
+pub struct Daemon {
+    slots: Vec<slot::Slot>,
+    languages: Vec<String>,
+    metrics: Arc<Metrics>,
+    metrics_addr: Option<SocketAddr>,
+}
+
+impl Daemon {
+    /// Opens the cache, probes the toolchains, plans the slots. Blocking work
+    /// (toolchain probes) runs on a blocking thread.
+    pub async fn build(config: Config) -> Result<Daemon, RunnerError> {
+        let client = Client::new(&config.server, &config.key)?;
+        let table = match &config.language_config {
+            Some(path) => LanguageTable::from_file(path)?,
+            None => LanguageTable::builtin()?,
+        };
+        let cache = open_cache(&config, &client)?;
+        let slot_count = config
+            .slots
+            .map_or_else(default_slots, |n| n.max(1) as usize);
+        let cpus = slot::plan_cpus(slot_count, config.pin_cpus);
+        let validators = Arc::new(ValidatorCache::default());
+        let judges: Vec<Arc<Judge>> = (0..slot_count)
+            .map(|i| {
+                let offset = u32::try_from(i).unwrap_or(u32::MAX);
+                let mut judge =
+                    JudgeConfig::new(table.clone(), config.first_box.saturating_add(offset));
+                judge.cpu = cpus[i];
+                judge.cgroup_parent = config.cgroup_parent.clone();
+                judge.validators = Arc::clone(&validators);
+                Arc::new(Judge::new(judge))
+            })
+            .collect();
+        let probe = Arc::clone(&judges[0]);
+        let wanted = config.languages.clone();
+        let languages = tokio::task::spawn_blocking(move || offered_languages(&probe, wanted))
+            .await
+            .map_err(|e| RunnerError::NoLanguages {
+                detail: e.to_string(),
+            })??;
+        let metrics = Arc::new(Metrics::default());
+        let shared = Arc::new(slot::Shared {
+            client,
+            cache,
+            metrics: Arc::clone(&metrics),
+            languages: languages.clone(),
+            claim_wait: config.claim_wait,
+            problems: slot::ProblemMemo::default(),
+        });
+        let slots = judges
+            .into_iter()
+            .enumerate()
+            .map(|(index, judge)| slot::Slot::new(index, judge, Arc::clone(&shared)))
+            .collect();
+        Ok(Daemon {
+            slots,
+            languages,
+            metrics,
+            metrics_addr: config.metrics,
+        })
+    }
+
+    pub fn languages(&self) -> &[String] {
+        &self.languages
+    }
+
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// Runs every slot until `shutdown` has drained them; held work is reported
+    /// or released first.
+    pub async fn run(self, shutdown: Shutdown) -> Result<(), RunnerError> {
+        let stop_metrics = CancellationToken::new();
+        if let Some(addr) = self.metrics_addr {
+            let bound = metrics::serve(
+                addr,
+                Arc::clone(&self.metrics),
+                self.slots.len(),
+                stop_metrics.clone(),
+            )
+            .await
+            .map_err(|source| RunnerError::Metrics { addr, source })?;
+            tracing::info!(addr = %bound, "metrics on /metrics");
+        }
+        tracing::info!(
+            slots = self.slots.len(),
+            languages = %self.languages.join(","),
+            "runner started"
+        );
+        let tasks: Vec<_> = self
+            .slots
+            .into_iter()
+            .map(|slot| tokio::spawn(slot.run(shutdown.clone())))
+            .collect();
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "a slot task ended abnormally");
+            }
+        }
+        stop_metrics.cancel();
+        tracing::info!("runner stopped");
+        Ok(())
+    }
+}
+
+/// CPUs − 1 (one is left to the daemon, the Server, the kernel), at least 1.
+pub fn default_slots() -> usize {
+    slot::usable_cpus().len().saturating_sub(1).max(1)
+}
+
+/// Downloads carry the Runner key: `GET /api/packages/{sha256}` is a Runner call.
+fn open_cache(config: &Config, client: &Client) -> Result<Cache, RunnerError> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Ok(value) = reqwest::header::HeaderValue::from_str(&client.bearer()) {
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    let policy = crate::package::FetchPolicy {
+        headers,
+        ..Default::default()
+    };
+    Ok(Cache::open_with(
+        &config.cache_dir,
+        config.cache_size,
+        config.unpack,
+        policy,
+    )?)
+}
+
+/// The configured languages whose toolchain is on this host, narrowed to
+/// `wanted` when given (a wanted one that is missing is a warning, not an error:
+/// the host may lack one toolchain and still serve the rest).
+fn offered_languages(
+    judge: &Judge,
+    wanted: Option<Vec<String>>,
+) -> Result<Vec<String>, RunnerError> {
+    let available: Vec<String> = judge
+        .available_languages()
+        .into_iter()
+        .map(|(id, toolchain)| {
+            tracing::info!(language = %id, toolchain = ?toolchain, "toolchain found");
+            id
+        })
+        .collect();
+    let offered: Vec<String> = match wanted {
+        None => available.clone(),
+        Some(wanted) => wanted
+            .into_iter()
+            .filter(|id| {
+                let here = available.contains(id);
+                if !here {
+                    tracing::warn!(language = %id, "not offered: not configured or its toolchain is missing");
+                }
+                here
+            })
+            .collect(),
+    };
+    if offered.is_empty() {
+        return Err(RunnerError::NoLanguages {
+            detail: format!(
+                "toolchains found for [{}]; check --languages and the language table",
+                available.join(", ")
+            ),
+        });
+    }
+    Ok(offered)
+}

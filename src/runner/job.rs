@@ -1,0 +1,441 @@
+//! One claimed piece of work (a job or a trial), from claim to the Server's
+//! answer: package through the cache, parse, judge on a blocking thread with the
+//! lease kept alive, then attachments and Result, or `/failure`, or `/release`.
+//!
+//! Every way out is one of four [`Evaluated`] values, settled in one place:
+//! a verdict is reported, an infrastructure failure goes to `/failure` (never as
+//! a verdict), a lost lease drops everything, a stopping daemon releases.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::judge::{CancelHandle, JudgeError, Options, Outcome, SourceFile, Submission, Verdict};
+use crate::package::{CacheEntry, PackageError, Problem};
+use crate::protocol::{Claim, PackageRef, ResultBody, SubmissionFile, Timing, TrialResultBody};
+
+use super::backoff::Backoff;
+use super::client::{Client, ClientError, WorkRef};
+use super::lease::{Lease, LeaseKeeper};
+use super::metrics::JudgeTime;
+use super::shutdown::Shutdown;
+use super::slot::Slot;
+
+/// The reason a claim whose files cannot be decoded is failed with (not
+/// retryable: every Runner would decode the same bytes).
+pub const SUBMISSION_INVALID: &str = "submission.invalid";
+/// The name of the pseudo-test a trial reports when its submission does not compile.
+pub const TRIAL_COMPILE_TEST: &str = "compile";
+
+/// A job or a trial, as far as evaluating it goes.
+struct Work {
+    work: WorkRef,
+    token: String,
+    lease_seconds: u64,
+    package: PackageRef,
+    time_limit: Option<f64>,
+    language: String,
+    files: Vec<SubmissionFile>,
+}
+
+impl From<Claim> for Work {
+    fn from(claim: Claim) -> Self {
+        match claim {
+            Claim::Job(c) => Work {
+                work: WorkRef::Job(c.job_id),
+                token: c.lease_token,
+                lease_seconds: c.lease_seconds,
+                package: c.package,
+                time_limit: c.time_limit,
+                language: c.language,
+                files: c.files,
+            },
+            Claim::Trial(c) => Work {
+                work: WorkRef::Trial(c.trial_id),
+                token: c.lease_token,
+                lease_seconds: c.lease_seconds,
+                package: c.package,
+                time_limit: c.time_limit,
+                language: c.language,
+                files: c.files,
+            },
+        }
+    }
+}
+
+enum Evaluated {
+    Judged(Box<Outcome>, JudgeTime),
+    Failed {
+        reason: String,
+        retryable: bool,
+        message: String,
+    },
+    /// The Server gave the lease to someone else: drop the work.
+    Lost,
+    /// The daemon is stopping: hand the work back.
+    Abandoned,
+}
+
+impl Evaluated {
+    fn package(err: &PackageError) -> Self {
+        Evaluated::Failed {
+            reason: err.code().to_string(),
+            retryable: err.retryable(),
+            message: err.to_string(),
+        }
+    }
+}
+
+pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
+    let work = Work::from(claim);
+    let started = Instant::now();
+    tracing::info!(work = %work.work, slot = slot.index, language = %work.language, package = %work.package.sha256, "claimed");
+    let keeper = LeaseKeeper::start(
+        slot.shared.client.clone(),
+        Lease {
+            work: work.work,
+            token: work.token.clone(),
+            seconds: work.lease_seconds,
+        },
+        Arc::clone(&slot.shared.metrics),
+    );
+    let evaluated = run(slot, &work, &keeper, shutdown).await;
+    // A lease lost while the last test ran is still lost, whatever judging said.
+    let evaluated = if keeper.lost().is_cancelled() {
+        Evaluated::Lost
+    } else {
+        evaluated
+    };
+    settle(slot, &work, evaluated, shutdown).await;
+    keeper.stop().await;
+    tracing::debug!(work = %work.work, seconds = started.elapsed().as_secs_f64(), "done with the work");
+}
+
+async fn run(slot: &Slot, work: &Work, keeper: &LeaseKeeper, shutdown: &Shutdown) -> Evaluated {
+    let prepared = tokio::select! {
+        biased;
+        () = keeper.lost().cancelled() => return Evaluated::Lost,
+        () = shutdown.abandon().cancelled() => return Evaluated::Abandoned,
+        prepared = prepare(slot, work) => prepared,
+    };
+    let (entry, problem, submission) = match prepared {
+        Ok(prepared) => prepared,
+        Err(failed) => return failed,
+    };
+    let evaluated = judge(slot, work, keeper, shutdown, problem, submission).await;
+    drop(entry); // the package stayed pinned in the cache while it was judged
+    evaluated
+}
+
+/// The package (cached, parsed once per SHA-256) and the submission's files.
+async fn prepare(
+    slot: &Slot,
+    work: &Work,
+) -> Result<(CacheEntry, Arc<Problem>, Submission), Evaluated> {
+    let shared = &slot.shared;
+    let url = shared
+        .client
+        .package_url(&work.package)
+        .map_err(|e| Evaluated::Failed {
+            reason: crate::package::error::INVALID.to_string(),
+            retryable: false,
+            message: e.to_string(),
+        })?;
+    let entry = shared
+        .cache
+        .get(&url, &work.package.sha256)
+        .await
+        .map_err(|e| Evaluated::package(&e))?;
+    let problem = match shared.problems.get(entry.sha256()) {
+        Some(problem) => problem,
+        None => {
+            let root = entry.problem_root().map_err(|e| Evaluated::package(&e))?;
+            let parsed = tokio::task::spawn_blocking(move || crate::package::parse(&root))
+                .await
+                .map_err(|e| Evaluated::Failed {
+                    reason: crate::package::error::INVALID.to_string(),
+                    retryable: true,
+                    message: format!("parsing the package panicked: {e}"),
+                })?
+                .map_err(|e| Evaluated::package(&e))?;
+            let parsed = Arc::new(parsed);
+            shared.problems.insert(entry.sha256(), Arc::clone(&parsed));
+            parsed
+        }
+    };
+    let submission = submission(work).map_err(|message| Evaluated::Failed {
+        reason: SUBMISSION_INVALID.to_string(),
+        retryable: false,
+        message,
+    })?;
+    Ok((entry, problem, submission))
+}
+
+fn submission(work: &Work) -> Result<Submission, String> {
+    let files = work
+        .files
+        .iter()
+        .map(|f| {
+            let content = f.bytes().map_err(|e| e.to_string())?;
+            if f.name.is_empty() || f.name.contains(['/', '\0']) || f.name == "." || f.name == ".."
+            {
+                return Err(format!("file name {:?} is not a plain file name", f.name));
+            }
+            Ok(SourceFile {
+                name: f.name.clone(),
+                content,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    if files.is_empty() {
+        return Err("the submission has no files".to_string());
+    }
+    Ok(Submission {
+        language: work.language.clone(),
+        files,
+    })
+}
+
+/// Judges on a blocking thread; a lost lease or an abandoning daemon cancels the
+/// sandboxes through the judge's cancel handle (killed within one supervision tick).
+async fn judge(
+    slot: &Slot,
+    work: &Work,
+    keeper: &LeaseKeeper,
+    shutdown: &Shutdown,
+    problem: Arc<Problem>,
+    submission: Submission,
+) -> Evaluated {
+    let cancel = CancelHandle::new();
+    let options = Options {
+        time_limit: work.time_limit,
+        cancel: cancel.clone(),
+        run_all: matches!(work.work, WorkRef::Trial(_)),
+    };
+    let watcher = {
+        let (lost, abandon, cancel) = (
+            keeper.lost().clone(),
+            shutdown.abandon().clone(),
+            cancel.clone(),
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                () = lost.cancelled() => {}
+                () = abandon.cancelled() => {}
+            }
+            cancel.cancel();
+        })
+    };
+    let judge = Arc::clone(&slot.judge);
+    let progress = keeper.progress_sender();
+    let metrics = Arc::clone(&slot.shared.metrics);
+    let started = Instant::now();
+    let judged = tokio::task::spawn_blocking(move || {
+        judge.judge(&problem, &submission, &options, &mut |p| {
+            metrics.test_run();
+            progress.send_replace(Some((p.done as u64, p.total as u64)));
+        })
+    })
+    .await;
+    watcher.abort();
+    let judging = started.elapsed();
+    match judged {
+        Ok(Ok(outcome)) => {
+            let programs: f64 = outcome
+                .details
+                .iter()
+                .filter(|d| !d.reused)
+                .map(|d| d.wall_seconds)
+                .sum();
+            let time = JudgeTime {
+                judging,
+                programs: Duration::from_secs_f64(programs.max(0.0)),
+            };
+            Evaluated::Judged(Box::new(outcome), time)
+        }
+        Ok(Err(JudgeError::Cancelled)) if keeper.lost().is_cancelled() => Evaluated::Lost,
+        Ok(Err(JudgeError::Cancelled)) => Evaluated::Abandoned,
+        Ok(Err(err)) => Evaluated::Failed {
+            reason: err.reason().to_string(),
+            retryable: err.retryable(),
+            message: err.to_string(),
+        },
+        Err(join) => Evaluated::Failed {
+            reason: crate::judge::reason::SANDBOX_FAILED.to_string(),
+            retryable: true,
+            message: format!("the judge panicked: {join}"),
+        },
+    }
+}
+
+/// Tells the Server how it ended, retrying while it is unreachable.
+async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutdown) {
+    let client = &slot.shared.client;
+    let metrics = &slot.shared.metrics;
+    let give_up = shutdown.give_up();
+    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+    let sent = match evaluated {
+        Evaluated::Judged(outcome, time) => {
+            metrics.judged(time);
+            let sent = report(client, work, &outcome, give_up.token(), &mut backoff).await;
+            if sent.is_ok() {
+                match work.work {
+                    WorkRef::Job(_) => metrics.job_done(outcome.verdict.as_str()),
+                    WorkRef::Trial(_) => metrics.trial_done(),
+                }
+                tracing::info!(work = %work.work, verdict = outcome.verdict.as_str(), score = outcome.score, "reported");
+            }
+            sent
+        }
+        Evaluated::Failed {
+            reason,
+            retryable,
+            message,
+        } => {
+            tracing::warn!(work = %work.work, %reason, retryable, %message, "infrastructure failure");
+            let sent = Client::until_answered("failure", give_up.token(), &mut backoff, || {
+                client.failure(work.work, &work.token, &reason, retryable)
+            })
+            .await;
+            if sent.is_ok() {
+                metrics.failed(&reason);
+            }
+            sent
+        }
+        Evaluated::Lost => Err(ClientError::LeaseLost { work: work.work }),
+        Evaluated::Abandoned => {
+            release(client, work, shutdown, give_up.token(), &mut backoff).await
+        }
+    };
+    match sent {
+        Ok(()) => {}
+        Err(ClientError::LeaseLost { .. }) => {
+            tracing::warn!(work = %work.work, "lease lost: work dropped");
+        }
+        Err(err) => {
+            tracing::error!(work = %work.work, error = %err, "could not tell the server; the lease will expire")
+        }
+    }
+}
+
+async fn release(
+    client: &Client,
+    work: &Work,
+    shutdown: &Shutdown,
+    give_up: &tokio_util::sync::CancellationToken,
+    backoff: &mut Backoff,
+) -> Result<(), ClientError> {
+    let released = if shutdown.hurry().is_cancelled() {
+        // Exiting now: one short try, no waiting for a Server that is not there.
+        tokio::time::timeout(
+            Duration::from_secs(2),
+            client.release(work.work, &work.token),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(ClientError::GaveUp {
+                call: "release".to_string(),
+            })
+        })
+    } else {
+        Client::until_answered("release", give_up, backoff, || {
+            client.release(work.work, &work.token)
+        })
+        .await
+    };
+    if released.is_ok() {
+        tracing::info!(work = %work.work, "released");
+    }
+    released
+}
+
+/// Attachments first, then the Result (jobs); timings (trials).
+async fn report(
+    client: &Client,
+    work: &Work,
+    outcome: &Outcome,
+    give_up: &tokio_util::sync::CancellationToken,
+    backoff: &mut Backoff,
+) -> Result<(), ClientError> {
+    let job = match work.work {
+        WorkRef::Job(id) => id,
+        WorkRef::Trial(id) => {
+            let body = TrialResultBody {
+                lease_token: work.token.clone(),
+                timings: trial_timings(outcome),
+            };
+            return Client::until_answered("trial result", give_up, backoff, || {
+                client.trial_result(id, &body)
+            })
+            .await;
+        }
+    };
+    let details = serde_json::to_vec(&outcome.details).unwrap_or_else(|_| b"[]".to_vec());
+    let attachments = [
+        ("details", details),
+        ("log", outcome.compile_log.clone().into_bytes()),
+    ];
+    for (name, bytes) in attachments {
+        let attached = Client::until_answered(name, give_up, backoff, || {
+            client.put_file(job, &work.token, name, bytes.clone())
+        })
+        .await;
+        match attached {
+            // A refusal of an attachment (too large, say) must not cost the Result.
+            Err(e @ ClientError::Refused { .. }) => {
+                tracing::error!(work = %work.work, attachment = name, error = %e, "attachment refused");
+            }
+            other => other?,
+        }
+    }
+    let body = ResultBody {
+        lease_token: work.token.clone(),
+        score: outcome.score,
+        max_score: outcome.max_score,
+        verdict: outcome.verdict.as_str().to_string(),
+        extra: None,
+        props: None,
+        runner_version: Some(crate::version::RUNNER_VERSION.to_string()),
+    };
+    let sent =
+        Client::until_answered("result", give_up, backoff, || client.result(job, &body)).await;
+    let Err(ClientError::Refused { code, .. }) = &sent else {
+        return sent;
+    };
+    // The Server will never take this Result (its own code says why): end the job
+    // as an infrastructure failure now rather than let it expire and be redone.
+    tracing::error!(work = %work.work, error = ?sent, "result refused");
+    let reason = if code.is_empty() {
+        "result.refused"
+    } else {
+        code.as_str()
+    };
+    Client::until_answered("failure", give_up, backoff, || {
+        client.failure(work.work, &work.token, reason, false)
+    })
+    .await
+}
+
+/// A trial reports timings, not a verdict; one that does not compile reports a
+/// single `compile` entry saying so.
+fn trial_timings(outcome: &Outcome) -> Vec<Timing> {
+    if outcome.verdict == Verdict::CompilationError {
+        return vec![Timing {
+            test: TRIAL_COMPILE_TEST.to_string(),
+            status: "compile_error".to_string(),
+            cpu_seconds: 0.0,
+            wall_seconds: 0.0,
+            memory_bytes: 0,
+        }];
+    }
+    outcome
+        .timings()
+        .into_iter()
+        .map(|t| Timing {
+            test: t.test,
+            status: t.status,
+            cpu_seconds: t.cpu_seconds,
+            wall_seconds: t.wall_seconds,
+            memory_bytes: t.memory_bytes,
+        })
+        .collect()
+}

@@ -1,0 +1,183 @@
+//! The lease keeper: one task per held job (or trial) that keeps its lease alive
+//! while the slot works, and raises the alarm when the Server says it is lost.
+//!
+//! - Progress after each test: the slot only stores the latest `(done, total)` in a
+//!   `watch` channel and never waits; the keeper posts it. While a progress call
+//!   is in flight, newer values overwrite each other in the channel, so at most
+//!   one call is outstanding and the next one carries the latest value: a burst of
+//!   a hundred fast tests costs a few calls, never a queue of a hundred.
+//! - A progress call renews the lease too, so a plain `/lease` renewal is sent only
+//!   when nothing was sent for `lease_seconds / 3`: at most every third of the lease.
+//! - While the Server is unreachable the keeper retries with backoff and the work
+//!   goes on (the lease may still be valid, and the Result will tell).
+//! - `409 lease.lost` on any of its calls fires the `lost` token at once; the slot
+//!   turns that into a cancel of the job's sandboxes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::Backoff;
+use super::client::{Client, ClientError, WorkRef};
+use super::metrics::Metrics;
+
+/// What is held: which work, under which token, for how long at a time.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub work: WorkRef,
+    pub token: String,
+    pub seconds: u64,
+}
+
+impl Lease {
+    /// The longest quiet time before a renewal: a third of the lease, at least 1 s
+    /// (a 1 s lease would otherwise renew in a busy loop).
+    pub fn renewal_period(&self) -> Duration {
+        Duration::from_millis(self.seconds.saturating_mul(1000) / 3).max(Duration::from_secs(1))
+    }
+}
+
+/// Keeps one lease alive until stopped.
+pub struct LeaseKeeper {
+    progress: watch::Sender<Option<(u64, u64)>>,
+    lost: CancellationToken,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl LeaseKeeper {
+    pub fn start(client: Client, lease: Lease, metrics: Arc<Metrics>) -> LeaseKeeper {
+        let (progress, updates) = watch::channel(None);
+        let lost = CancellationToken::new();
+        let stop = CancellationToken::new();
+        let keeper = Keeper {
+            client,
+            lease,
+            metrics,
+            lost: lost.clone(),
+            stop: stop.clone(),
+        };
+        let task = tokio::spawn(keeper.run(updates));
+        LeaseKeeper {
+            progress,
+            lost,
+            stop,
+            task,
+        }
+    }
+
+    /// Records progress; the keeper posts the latest value when it can. Never blocks.
+    pub fn progress(&self, done: u64, total: u64) {
+        self.progress.send_replace(Some((done, total)));
+    }
+
+    /// A handle to record progress from a blocking thread.
+    pub fn progress_sender(&self) -> watch::Sender<Option<(u64, u64)>> {
+        self.progress.clone()
+    }
+
+    /// Fired when the Server answered `lease.lost`.
+    pub fn lost(&self) -> &CancellationToken {
+        &self.lost
+    }
+
+    /// Stops renewing. A call in flight is abandoned: its answer no longer matters.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+struct Keeper {
+    client: Client,
+    lease: Lease,
+    metrics: Arc<Metrics>,
+    lost: CancellationToken,
+    stop: CancellationToken,
+}
+
+impl Keeper {
+    async fn run(self, mut updates: watch::Receiver<Option<(u64, u64)>>) {
+        let period = self.lease.renewal_period();
+        let mut backoff = Backoff::new(Duration::from_millis(250), period);
+        let mut next_renewal = Instant::now() + period;
+        let mut progress_open = true;
+        loop {
+            let sent = tokio::select! {
+                biased;
+                () = self.stop.cancelled() => return,
+                changed = updates.changed(), if progress_open => {
+                    if changed.is_err() {
+                        progress_open = false; // the slot dropped its sender; renewals go on
+                        continue;
+                    }
+                    let Some((done, total)) = *updates.borrow_and_update() else { continue };
+                    self.send_progress(done, total).await
+                }
+                () = tokio::time::sleep_until(next_renewal) => self.send_renewal().await,
+            };
+            match sent {
+                Ok(()) => {
+                    backoff.reset();
+                    next_renewal = Instant::now() + period;
+                }
+                Err(ClientError::LeaseLost { .. }) => {
+                    tracing::warn!(work = %self.lease.work, "lease lost: dropping the work");
+                    self.metrics.lease_lost();
+                    self.lost.cancel();
+                    return;
+                }
+                Err(err) => {
+                    // Unreachable, or a refusal such as a revoked key: try again soon,
+                    // the work goes on; the Result call will settle it.
+                    if err.is_transient() {
+                        self.metrics.unreachable();
+                    }
+                    let pause = backoff.next_delay();
+                    tracing::warn!(work = %self.lease.work, error = %err, retry_in = ?pause, "lease renewal failed");
+                    next_renewal = Instant::now() + pause;
+                }
+            }
+        }
+    }
+
+    async fn send_progress(&self, done: u64, total: u64) -> Result<(), ClientError> {
+        let lease = &self.lease;
+        self.client
+            .progress(lease.work, &lease.token, done, total)
+            .await?;
+        self.metrics.progress_reported();
+        self.metrics.lease_renewed();
+        Ok(())
+    }
+
+    async fn send_renewal(&self) -> Result<(), ClientError> {
+        let lease = &self.lease;
+        self.client.renew(lease.work, &lease.token).await?;
+        self.metrics.lease_renewed();
+        tracing::debug!(work = %lease.work, "lease renewed");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renewal_period_is_a_third_of_the_lease_but_at_least_a_second() {
+        let lease = |seconds| Lease {
+            work: WorkRef::Job(1),
+            token: "t".into(),
+            seconds,
+        };
+        assert_eq!(lease(120).renewal_period(), Duration::from_secs(40));
+        assert_eq!(lease(6).renewal_period(), Duration::from_secs(2));
+        assert_eq!(lease(1).renewal_period(), Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,191 @@
+//! One slot: a loop that claims work (long poll), evaluates it on its own CPU
+//! and box id, and reports; it backs off with jitter while the Server is down
+//! or has nothing to give.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::judge::Judge;
+use crate::package::{Cache, Problem};
+use crate::protocol::ClaimRequest;
+
+use super::backoff::Backoff;
+use super::client::{Client, ClientError};
+use super::job;
+use super::metrics::Metrics;
+use super::shutdown::Shutdown;
+
+/// What every slot of a daemon shares.
+pub(crate) struct Shared {
+    pub client: Client,
+    pub cache: Cache,
+    pub metrics: Arc<Metrics>,
+    pub languages: Vec<String>,
+    pub claim_wait: Duration,
+    pub problems: ProblemMemo,
+}
+
+/// Parsed problems by package SHA-256: a package is content-addressed, so one
+/// parse serves every later job of it. Small and cleared when full; a miss
+/// costs one parse.
+#[derive(Default)]
+pub(crate) struct ProblemMemo(Mutex<HashMap<String, Arc<Problem>>>);
+
+const PROBLEM_MEMO_SIZE: usize = 64;
+
+impl ProblemMemo {
+    pub fn get(&self, sha256: &str) -> Option<Arc<Problem>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sha256)
+            .cloned()
+    }
+
+    pub fn insert(&self, sha256: &str, problem: Arc<Problem>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= PROBLEM_MEMO_SIZE {
+            map.clear();
+        }
+        map.insert(sha256.to_string(), problem);
+    }
+}
+
+pub(crate) struct Slot {
+    pub index: usize,
+    pub judge: Arc<Judge>,
+    pub shared: Arc<Shared>,
+}
+
+impl Slot {
+    pub fn new(index: usize, judge: Arc<Judge>, shared: Arc<Shared>) -> Slot {
+        Slot {
+            index,
+            judge,
+            shared,
+        }
+    }
+
+    /// Claims and evaluates until the daemon drains.
+    pub async fn run(self, shutdown: Shutdown) {
+        let request = ClaimRequest {
+            languages: self.shared.languages.clone(),
+            wait_seconds: Some(self.shared.claim_wait.as_secs()),
+        };
+        // Server down: from 0.5 s up to 30 s. Nothing to do although the Server
+        // did not wait (an old Server, or a refused wait): from 0.2 s up to 5 s.
+        let mut down = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+        let mut idle = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
+        let box_id = self.judge.config().box_id;
+        tracing::debug!(slot = self.index, box_id, cpu = ?self.judge.config().cpu, "slot started");
+        loop {
+            let asked = Instant::now();
+            let claimed = tokio::select! {
+                biased;
+                () = shutdown.draining().cancelled() => break,
+                claimed = self.shared.client.claim(&request) => claimed,
+            };
+            let pause = match claimed {
+                Ok(Some(claim)) => {
+                    down.reset();
+                    idle.reset();
+                    self.shared.metrics.claimed();
+                    self.shared.metrics.busy(true);
+                    job::evaluate(&self, claim, &shutdown).await;
+                    self.shared.metrics.busy(false);
+                    None
+                }
+                Ok(None) => {
+                    down.reset();
+                    let waited = asked.elapsed() >= self.shared.claim_wait / 2;
+                    if waited {
+                        idle.reset();
+                        None
+                    } else {
+                        Some(idle.next_delay())
+                    }
+                }
+                Err(err) => Some(self.claim_failed(&err, &mut down)),
+            };
+            if let Some(pause) = pause {
+                tokio::select! {
+                    () = shutdown.draining().cancelled() => break,
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+        }
+        tracing::debug!(slot = self.index, "slot stopped");
+    }
+
+    fn claim_failed(&self, err: &ClientError, down: &mut Backoff) -> Duration {
+        let pause = down.next_delay();
+        if err.is_transient() {
+            self.shared.metrics.unreachable();
+            tracing::warn!(slot = self.index, error = %err, retry_in = ?pause, "cannot claim: server unreachable");
+        } else {
+            // A revoked key, a wrong URL: nothing this slot can fix, but an operator
+            // can; keep asking slowly rather than exit.
+            tracing::error!(slot = self.index, error = %err, retry_in = ?pause, "claim refused");
+        }
+        pause
+    }
+}
+
+/// The CPUs this process may run on (its affinity mask), lowest first.
+pub fn usable_cpus() -> Vec<u32> {
+    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return vec![0];
+    };
+    let cpus: Vec<u32> = (0..nix::sched::CpuSet::count())
+        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
+        .filter_map(|cpu| u32::try_from(cpu).ok())
+        .collect();
+    if cpus.is_empty() { vec![0] } else { cpus }
+}
+
+/// The CPU of each slot. With fewer slots than CPUs, slots take the highest
+/// CPUs and leave the lowest to the daemon, the Server and interrupts; with more,
+/// they share round-robin (measurements get noisier: a warning says so).
+pub fn plan_cpus(slots: usize, pin: bool) -> Vec<Option<u32>> {
+    if !pin {
+        return vec![None; slots];
+    }
+    let cpus = usable_cpus();
+    if slots > cpus.len() {
+        tracing::warn!(
+            slots,
+            cpus = cpus.len(),
+            "more slots than CPUs: slots share CPUs and timings get noisier"
+        );
+    }
+    let skip = cpus.len().saturating_sub(slots);
+    (0..slots)
+        .map(|i| Some(cpus[(skip + i) % cpus.len()]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_get_distinct_cpus_from_the_top() {
+        let cpus = usable_cpus();
+        assert!(!cpus.is_empty());
+        let plan = plan_cpus(cpus.len().saturating_sub(1).max(1), true);
+        let mut seen: Vec<u32> = plan.iter().map(|c| c.unwrap()).collect();
+        assert!(seen.iter().all(|c| cpus.contains(c)));
+        let n = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "a CPU given twice: {plan:?}");
+        if cpus.len() > 1 {
+            assert!(
+                !plan.contains(&Some(cpus[0])),
+                "the lowest CPU is left free"
+            );
+        }
+        assert_eq!(plan_cpus(3, false), vec![None, None, None]);
+        assert_eq!(plan_cpus(cpus.len() + 2, true).len(), cpus.len() + 2);
+    }
+}
