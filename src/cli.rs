@@ -345,6 +345,9 @@ pub struct DemoArgs {
     /// Keep the demo's temporary directory (database, storage, cache) and print where it is
     #[arg(long)]
     pub keep: bool,
+    /// Example problems to judge [default: the bundled examples/problems]
+    #[arg(long, value_name = "DIR")]
+    pub problems: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,302 @@
+//! `judge-runner demo`: an embedded Server on SQLite in a temp dir, a Runner in
+//! the same process, the bundled example problems and every example submission,
+//! a live progress display and a final table. Exit 0 only when every verdict
+//! matched the folder its submission sits in. Sits on top of every module.
+//!
+//! The demo drives the system only through the protocol, as an operator would:
+//! the Server and the Runner talk HTTP on loopback, the demo is a manager client.
+
+pub mod examples;
+pub mod manager;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::Rng;
+
+use crate::cli::DemoArgs;
+use crate::judge::LanguageTable;
+use crate::protocol::{Id, JobView};
+use crate::runner::{Daemon, Shutdown};
+use crate::server;
+use examples::{ExampleCase, ExampleProblem};
+use manager::Manager;
+
+/// The demo gives up when judging everything takes longer than this.
+const DEADLINE: Duration = Duration::from_secs(15 * 60);
+const POLL: Duration = Duration::from_millis(300);
+
+pub fn run(args: DemoArgs) -> ExitCode {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!(
+            "judge-runner demo: must run as root (the Runner creates namespaces and cgroups)"
+        );
+        return ExitCode::from(crate::commands::EXIT_FAILURE);
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("judge-runner demo: cannot start the async runtime: {e}");
+            return ExitCode::from(crate::commands::EXIT_FAILURE);
+        }
+    };
+    let outcome = runtime.block_on(demo(args));
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(crate::commands::EXIT_FAILURE),
+        Err(e) => {
+            eprintln!("judge-runner demo: {e:#}");
+            ExitCode::from(crate::commands::EXIT_FAILURE)
+        }
+    }
+}
+
+/// One submitted example and what became of it.
+struct Tracked {
+    case: ExampleCase,
+    job: Option<Id>,
+    final_view: Option<JobView>,
+    time: Option<f64>,
+}
+
+async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
+    let root = match &args.problems {
+        Some(dir) => dir.clone(),
+        None => examples::find_examples_dir().context(
+            "cannot find the example problems: run from the repository, or set JUDGE_EXAMPLES_DIR, or pass --problems DIR",
+        )?,
+    };
+    let languages = LanguageTable::builtin()?;
+    let problems = examples::load_examples(&root, &languages)?;
+    let total: usize = problems.iter().map(|p| p.cases.len()).sum();
+    if total == 0 {
+        bail!("no example submissions under {}", root.display());
+    }
+    let work = tempfile::Builder::new()
+        .prefix("judge-runner-demo-")
+        .tempdir()?;
+    let work_dir = work.path().to_path_buf();
+    eprintln!(
+        "judge-runner demo: {} problems, {total} example submissions from {}",
+        problems.len(),
+        root.display()
+    );
+
+    let token = hex::encode(rand::rng().random::<[u8; 16]>());
+    let mut config = server::Config::new(
+        format!("sqlite://{}", work_dir.join("judge.db").display()),
+        work_dir.join("storage"),
+        token.clone(),
+    );
+    config.listen = "127.0.0.1:0".to_string();
+    let server = server::start(config, Arc::new(server::SystemClock)).await?;
+    let manager = Manager::new(&server.base_url(), &token);
+    eprintln!(
+        "judge-runner demo: Server on {} (SQLite in {})",
+        server.base_url(),
+        work_dir.display()
+    );
+
+    let runner = manager.create_runner("demo").await?;
+    let cgroup_parent = format!("judge-runner-demo-{}", std::process::id());
+    let mut daemon_config = crate::runner::Config::new(server.base_url(), runner.key);
+    daemon_config.slots = args.slots;
+    daemon_config.cache_dir = work_dir.join("packages-cache");
+    daemon_config.cgroup_parent.clone_from(&cgroup_parent);
+    let daemon = Daemon::build(daemon_config).await?;
+    let offered = daemon.languages().to_vec();
+    eprintln!(
+        "judge-runner demo: Runner with {} slot(s), languages {}",
+        daemon.slot_count(),
+        offered.join(", ")
+    );
+    let shutdown = Shutdown::new();
+    let daemon_task = tokio::spawn(daemon.run(shutdown.clone()));
+
+    let judged = submit_and_watch(&manager, &problems, &offered).await;
+    shutdown.now();
+    let _ = daemon_task.await;
+    server.shutdown().await?;
+    let _ = crate::sandbox::remove_parent(&cgroup_parent);
+    let tracked = judged?;
+    let all_matched = print_table(&tracked);
+    if args.keep {
+        let kept = work.keep();
+        eprintln!("judge-runner demo: kept {}", kept.display());
+    }
+    Ok(all_matched)
+}
+
+async fn submit_and_watch(
+    manager: &Manager,
+    problems: &[ExampleProblem],
+    offered: &[String],
+) -> anyhow::Result<Vec<Tracked>> {
+    let mut tracked = Vec::new();
+    for problem in problems {
+        let bytes = examples::tar_gz(&problem.dir)?;
+        let created = manager.upload_problem(bytes, None).await?;
+        for case in &problem.cases {
+            let job = if offered.contains(&case.language) {
+                let attempt = manager
+                    .submit(created.problem_id, &case.language, case.files.clone())
+                    .await?;
+                Some(attempt.job_id)
+            } else {
+                None
+            };
+            tracked.push(Tracked {
+                case: case.clone(),
+                job,
+                final_view: None,
+                time: None,
+            });
+        }
+    }
+    watch(manager, &mut tracked).await?;
+    Ok(tracked)
+}
+
+/// Polls the Server until every job is final, showing progress.
+async fn watch(manager: &Manager, tracked: &mut [Tracked]) -> anyhow::Result<()> {
+    let bar = ProgressBar::new(tracked.len() as u64).with_style(ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:32} {pos}/{len} {wide_msg}",
+    )?);
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let say = |line: String| {
+        if bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            bar.println(line);
+        }
+    };
+    for t in tracked.iter().filter(|t| t.job.is_none()) {
+        say(format!(
+            "  skipped  {} (no {} toolchain here)",
+            t.case.label, t.case.language
+        ));
+        bar.inc(1);
+    }
+    let started = Instant::now();
+    loop {
+        let mut running = Vec::new();
+        for t in tracked.iter_mut().filter(|t| t.final_view.is_none()) {
+            let Some(job) = t.job else { continue };
+            let view = manager.job(job).await?;
+            if view.state.is_final() {
+                t.time = max_cpu_seconds(manager, job, &view).await;
+                let verdict = verdict_of(&view);
+                let mark = if matched(t, &view) { "ok " } else { "BAD" };
+                say(format!("  {mark}  {:<48} {verdict}", t.case.label));
+                t.final_view = Some(view);
+                bar.inc(1);
+            } else if let Some(p) = view
+                .progress
+                .as_ref()
+                .filter(|_| view.state == crate::protocol::JobState::Running)
+            {
+                running.push(format!("{} {}/{}", t.case.label, p.done, p.total));
+            }
+        }
+        bar.set_message(running.join("  "));
+        if tracked
+            .iter()
+            .all(|t| t.job.is_none() || t.final_view.is_some())
+        {
+            break;
+        }
+        if started.elapsed() > DEADLINE {
+            bar.abandon();
+            bail!(
+                "gave up after {} s: jobs still unfinished",
+                DEADLINE.as_secs()
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn verdict_of(view: &JobView) -> String {
+    match (&view.result, &view.failure_reason) {
+        (Some(r), _) => r.verdict.clone(),
+        (None, Some(reason)) => format!("{} ({reason})", view.state),
+        (None, None) => view.state.to_string(),
+    }
+}
+
+fn matched(t: &Tracked, view: &JobView) -> bool {
+    view.result
+        .as_ref()
+        .is_some_and(|r| t.case.matches(&r.verdict, r.score, r.max_score))
+}
+
+/// The submission's time as judges quote it: the slowest test's CPU time.
+async fn max_cpu_seconds(manager: &Manager, job: Id, view: &JobView) -> Option<f64> {
+    if !view.files.iter().any(|f| f == "details") {
+        return None;
+    }
+    let bytes = manager.file(job, "details").await.ok()?;
+    let details: Vec<serde_json::Value> = serde_json::from_slice(&bytes).ok()?;
+    details
+        .iter()
+        .filter_map(|d| d.get("cpu_seconds").and_then(serde_json::Value::as_f64))
+        .reduce(f64::max)
+}
+
+/// The final table; answers whether every verdict matched.
+fn print_table(tracked: &[Tracked]) -> bool {
+    let width = tracked
+        .iter()
+        .map(|t| t.case.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    println!();
+    println!(
+        "{:<width$}  {:<22}  {:<30}  {:>7}",
+        "submission", "expected", "verdict", "time"
+    );
+    println!("{}", "-".repeat(width + 2 + 22 + 2 + 30 + 2 + 7));
+    let mut by_outcome: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in tracked {
+        let (verdict, ok) = match &t.final_view {
+            Some(view) => (verdict_of(view), matched(t, view)),
+            None => ("skipped: no toolchain".to_string(), false),
+        };
+        let expected = match t.case.folder.as_str() {
+            "partially_accepted" => "Accepted (partial)".to_string(),
+            _ => t.case.expected.as_str().to_string(),
+        };
+        let time = t
+            .time
+            .map_or_else(|| "-".to_string(), |s| format!("{s:.3}s"));
+        let flag = if ok { "" } else { "  <-- MISMATCH" };
+        println!(
+            "{:<width$}  {expected:<22}  {verdict:<30}  {time:>7}{flag}",
+            t.case.label
+        );
+        *by_outcome
+            .entry(if ok { "matched" } else { "mismatched" })
+            .or_default() += 1;
+    }
+    let matched = by_outcome.get("matched").copied().unwrap_or(0);
+    println!();
+    println!(
+        "{matched} of {} verdicts matched their folder",
+        tracked.len()
+    );
+    matched == tracked.len()
+}
+
+/// Used by tests: the examples under `root`, with the built-in languages.
+pub fn load(root: &Path) -> anyhow::Result<Vec<ExampleProblem>> {
+    Ok(examples::load_examples(root, &LanguageTable::builtin()?)?)
+}
