@@ -1,0 +1,382 @@
+//! The Runner when things go wrong, end to end: real `serve` and `daemon`
+//! processes on loopback (SQLite), each test with its own box ids and cgroup
+//! parent so they run in parallel.
+//!
+//! Box ids: 3100 + 10·k for test k (validators at +500 never reach the next test).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
+
+mod e2e_common;
+
+use std::time::{Duration, Instant};
+
+use e2e_common::*;
+use judge_runner::protocol::JobState;
+use nix::sys::signal::Signal;
+
+const LONG: Duration = Duration::from_secs(90);
+
+/// kill -9 a daemon mid-job: the reaper requeues the job, a second daemon
+/// completes it, exactly once; the killed daemon's sandboxes die with it.
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_daemon_job_is_requeued_and_completed_once() {
+    let scene = Scene::new("kill9");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 3),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let b = manager.create_runner("b").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.5))
+        .await
+        .unwrap()
+        .job_id;
+
+    let mut first = scene.daemon(&serve.url, &a.key, 3100, "a.log");
+    wait_job(&manager, job, LONG, "progress on runner a", |v| {
+        v.state == JobState::Running && v.progress.as_ref().is_some_and(|p| p.done >= 1)
+    })
+    .await;
+    first.signal(Signal::SIGKILL);
+    first
+        .wait_exit(Duration::from_secs(5))
+        .expect("killed daemon exits");
+    // PDEATHSIG: the box's processes die with their daemon.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_in(&scene.cgroup_parent).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        processes_in(&scene.cgroup_parent),
+        Vec::<i32>::new(),
+        "stray sandboxed processes"
+    );
+
+    let _second = scene.daemon(&serve.url, &b.key, 3101, "b.log");
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.runner_id, Some(b.runner_id));
+    assert_eq!(done.deliveries, 2, "one delivery each");
+    assert_eq!(done.result.as_ref().unwrap().verdict, "Accepted");
+    assert!(done.files.contains(&"details".to_string()) && done.files.contains(&"log".to_string()));
+    let submission = manager.submission(done.submission_id).await.unwrap();
+    assert_eq!(submission.jobs.len(), 1, "no second attempt was made");
+    assert_eq!(submission.result.unwrap().evaluation_job_id, job);
+}
+
+/// SIGTERM mid-job: the daemon releases the job and exits 0; another daemon
+/// completes it long before the 60 s lease could have expired.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_releases_the_job_to_another_daemon() {
+    let scene = Scene::new("sigterm");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 60),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let b = manager.create_runner("b").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.5))
+        .await
+        .unwrap()
+        .job_id;
+
+    let mut first = scene.daemon(&serve.url, &a.key, 3110, "a.log");
+    wait_job(&manager, job, LONG, "running on a", |v| {
+        v.state == JobState::Running && v.runner_id == Some(a.runner_id)
+    })
+    .await;
+    let _second = scene.daemon(&serve.url, &b.key, 3111, "b.log");
+    let stopped_at = Instant::now();
+    first.signal(Signal::SIGTERM);
+    let status = first
+        .wait_exit(Duration::from_secs(15))
+        .expect("daemon exits after SIGTERM");
+    assert!(status.success(), "exit status {status:?}; {}", scene.logs());
+    assert!(
+        first.log_text().contains("released"),
+        "{}",
+        first.log_text()
+    );
+
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(40),
+        "took {:?}: waited for the lease?",
+        stopped_at.elapsed()
+    );
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.runner_id, Some(b.runner_id));
+    assert_eq!(done.releases, 1);
+    assert_eq!(done.result.unwrap().verdict, "Accepted");
+    assert_eq!(processes_in(&scene.cgroup_parent), Vec::<i32>::new());
+}
+
+/// A daemon stopped (SIGSTOP) past its lease: another daemon completes the job;
+/// when the first resumes, its late calls are refused with lease.lost and the
+/// first Result stands.
+#[tokio::test(flavor = "multi_thread")]
+async fn stopped_daemon_late_result_is_refused() {
+    let scene = Scene::new("sigstop");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 2),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let b = manager.create_runner("b").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.4))
+        .await
+        .unwrap()
+        .job_id;
+
+    let first = scene.daemon(&serve.url, &a.key, 3120, "a.log");
+    wait_job(&manager, job, LONG, "progress on runner a", |v| {
+        v.runner_id == Some(a.runner_id) && v.progress.as_ref().is_some_and(|p| p.done >= 1)
+    })
+    .await;
+    first.signal(Signal::SIGSTOP);
+    let second = scene.daemon(&serve.url, &b.key, 3121, "b.log");
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.runner_id, Some(b.runner_id));
+    let standing = done.result.clone().unwrap();
+    drop(second);
+
+    first.signal(Signal::SIGCONT);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if first
+            .metric("judge_runner_leases_lost_total")
+            .await
+            .is_some_and(|n| n >= 1.0)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the resumed daemon never met lease.lost: {}",
+            first.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let dropped = metric_value(
+        &manager.metrics().await.unwrap(),
+        "judge_stale_result_dropped_total",
+    );
+    assert!(
+        dropped.is_some_and(|n| n >= 1.0),
+        "server counted no stale call: {dropped:?}"
+    );
+    let after = manager.job(job).await.unwrap();
+    assert_eq!(after.state, JobState::Completed);
+    assert_eq!(after.runner_id, Some(b.runner_id));
+    assert_eq!(after.result.unwrap(), standing, "the first Result stands");
+    let text = reqwest::get(format!("http://{}/metrics", first.metrics))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !text.contains("judge_runner_jobs_done_total{"),
+        "the resumed daemon had a Result accepted: {text}"
+    );
+}
+
+/// The Server goes away for 5 s while a job is judged, and comes back on the
+/// same address and database: the job still completes, with no re-delivery.
+#[tokio::test(flavor = "multi_thread")]
+async fn job_completes_across_a_server_restart() {
+    let scene = Scene::new("restart");
+    let mut opts = ServeOpts::sqlite(scene.dir.path(), 30);
+    let mut serve = Serve::start(&opts, &scene.path("serve.log"));
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.4))
+        .await
+        .unwrap()
+        .job_id;
+    let daemon = scene.daemon(&serve.url, &a.key, 3130, "a.log");
+    wait_job(&manager, job, LONG, "progress", |v| {
+        v.progress.as_ref().is_some_and(|p| p.done >= 1)
+    })
+    .await;
+
+    serve.kill();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    opts.listen.clone_from(&serve.listen);
+    let _serve = Serve::start(&opts, &scene.path("serve.log"));
+
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.deliveries, 1, "judged once, not re-delivered");
+    assert_eq!(done.result.unwrap().verdict, "Accepted");
+    assert!(done.files.contains(&"details".to_string()));
+    assert!(
+        daemon
+            .metric("judge_runner_server_unreachable_total")
+            .await
+            .is_some_and(|n| n >= 1.0)
+    );
+}
+
+/// Package bytes corrupted on the Server: the job fails with
+/// package.checksum_mismatch, not retried, and has no Result.
+#[tokio::test(flavor = "multi_thread")]
+async fn corrupted_package_fails_the_job_without_a_result() {
+    let scene = Scene::new("corrupt");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 30),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, sha) = upload(&manager, &slow_problem(scene.dir.path(), 2)).await;
+    let stored = scene.path(&format!("storage/packages/{sha}.tar.gz"));
+    let mut bytes = std::fs::read(&stored).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&stored, &bytes).unwrap();
+
+    let a = manager.create_runner("a").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.0))
+        .await
+        .unwrap()
+        .job_id;
+    let daemon = scene.daemon(&serve.url, &a.key, 3140, "a.log");
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Failed, "{}", scene.logs());
+    assert_eq!(
+        done.failure_reason.as_deref(),
+        Some("package.checksum_mismatch")
+    );
+    assert!(done.result.is_none());
+    assert!(done.files.is_empty());
+    assert_eq!(done.deliveries, 1, "not retryable");
+    let text = reqwest::get(format!("http://{}/metrics", daemon.metrics))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("judge_runner_job_failures_total{reason=\"package.checksum_mismatch\"} 1"),
+        "{text}"
+    );
+}
+
+/// A rejudge while the first attempt runs: the new attempt waits (a second
+/// daemon sits idle) and runs after the old one finishes; both keep their Result.
+#[tokio::test(flavor = "multi_thread")]
+async fn rejudge_while_running_waits_for_the_running_attempt() {
+    let scene = Scene::new("rejudge");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 30),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let b = manager.create_runner("b").await.unwrap();
+    let first = manager
+        .submit(problem, "python3", slow_echo(0.4))
+        .await
+        .unwrap();
+    let _da = scene.daemon(&serve.url, &a.key, 3150, "a.log");
+    let _db = scene.daemon(&serve.url, &b.key, 3151, "b.log");
+    wait_job(&manager, first.job_id, LONG, "running", |v| {
+        v.state == JobState::Running
+    })
+    .await;
+    let second = manager.rejudge(first.submission_id).await.unwrap();
+    assert_eq!(second.attempt, 2);
+
+    let start = Instant::now();
+    let mut second_waited = false;
+    loop {
+        let (one, two) = (
+            manager.job(first.job_id).await.unwrap(),
+            manager.job(second.job_id).await.unwrap(),
+        );
+        assert!(
+            !(one.state == JobState::Running && two.state == JobState::Running),
+            "two attempts of one submission ran at once"
+        );
+        second_waited |= one.state == JobState::Running && two.state == JobState::Queued;
+        if one.state.is_final() && two.state.is_final() {
+            assert_eq!(one.state, JobState::Completed, "{}", scene.logs());
+            assert_eq!(two.state, JobState::Completed);
+            assert!(one.result.is_some() && two.result.is_some());
+            break;
+        }
+        assert!(
+            start.elapsed() < LONG,
+            "attempts unfinished: {one:?} {two:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(second_waited, "the new attempt was never seen waiting");
+    let submission = manager.submission(first.submission_id).await.unwrap();
+    assert_eq!(
+        submission.result.unwrap().evaluation_job_id,
+        second.job_id,
+        "the latest Result is the rejudge's"
+    );
+}
+
+/// Two daemons sharing one cache directory, both judging jobs of one package
+/// at once: the package is downloaded once.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_daemons_sharing_a_cache_download_once() {
+    let scene = Scene::new("sharedcache");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 30),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, sha) = upload(&manager, &slow_problem(scene.dir.path(), 3)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let b = manager.create_runner("b").await.unwrap();
+    let mut jobs = Vec::new();
+    for _ in 0..4 {
+        jobs.push(
+            manager
+                .submit(problem, "python3", slow_echo(0.3))
+                .await
+                .unwrap()
+                .job_id,
+        );
+    }
+    let cache = scene.path("shared-cache");
+    let da = scene.daemon_with_cache(&serve.url, &a.key, 3160, "a.log", &cache);
+    let db = scene.daemon_with_cache(&serve.url, &b.key, 3161, "b.log", &cache);
+    let mut runners = Vec::new();
+    for job in jobs {
+        let done = wait_job(&manager, job, LONG, "final", is_final).await;
+        assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+        runners.push(done.runner_id.unwrap());
+    }
+    assert!(
+        runners.contains(&a.runner_id) && runners.contains(&b.runner_id),
+        "one daemon did all the work: {runners:?}"
+    );
+    let downloads = [da.log_text(), db.log_text()]
+        .iter()
+        .map(|log| log.lines().filter(|l| l.contains("package cached")).count())
+        .sum::<usize>();
+    assert_eq!(downloads, 1, "{}", scene.logs());
+    assert!(cache.join(&sha).is_dir());
+}
