@@ -1,0 +1,244 @@
+//! Scaling out and the other kinds of work, end to end: two `serve` processes
+//! on one PostgreSQL database with a daemon on each (when `DATABASE_URL_POSTGRES`
+//! is set; skipped otherwise, unless `CI=true`), a Trial, and the second signal.
+//!
+//! Box ids: 3200 + 10·k for test k.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
+
+mod e2e_common;
+
+use std::time::{Duration, Instant};
+
+use e2e_common::*;
+use judge_runner::protocol::{JobState, TrialView};
+use nix::sys::signal::Signal;
+use sqlx::Connection;
+
+const LONG: Duration = Duration::from_secs(90);
+
+fn postgres_url() -> Option<String> {
+    match std::env::var("DATABASE_URL_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but DATABASE_URL_POSTGRES is unset"
+            );
+            None
+        }
+    }
+}
+
+/// `postgres://u@h:p/db?x` → the same server, database `name`.
+fn with_database(url: &str, name: &str) -> String {
+    let (head, query) = url
+        .split_once('?')
+        .map_or((url, None), |(h, q)| (h, Some(q)));
+    let base = head.rsplit_once('/').map_or(head, |(b, _)| b);
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+async fn admin(url: &str, sql: String) {
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+}
+
+/// Two Servers share one PostgreSQL database and one storage directory, a
+/// daemon on each: a job whose daemon is killed on Server 1 is reaped and
+/// completed through Server 2, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_on_postgres_hand_work_between_daemons() {
+    let Some(url) = postgres_url() else {
+        eprintln!("skipped: DATABASE_URL_POSTGRES is unset");
+        return;
+    };
+    let name = format!("e2e_{}_{}", std::process::id(), rand::random::<u32>());
+    admin(&url, format!("CREATE DATABASE {name}")).await;
+    let scene = Scene::new("postgres");
+    let opts = ServeOpts {
+        database: with_database(&url, &name),
+        storage: scene.path("storage"),
+        lease_seconds: 3,
+        listen: "127.0.0.1:0".to_string(),
+    };
+    let one = Serve::start(&opts, &scene.path("serve1.log"));
+    let two = Serve::start(&opts, &scene.path("serve2.log"));
+    let manager = one.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let b = two.manager().create_runner("b").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.4))
+        .await
+        .unwrap()
+        .job_id;
+
+    let mut first = scene.daemon(&one.url, &a.key, 3200, "a.log");
+    wait_job(&manager, job, LONG, "progress on a", |v| {
+        v.progress.as_ref().is_some_and(|p| p.done >= 1)
+    })
+    .await;
+    first.signal(Signal::SIGKILL);
+    first.wait_exit(Duration::from_secs(5)).unwrap();
+    let _second = scene.daemon(&two.url, &b.key, 3201, "b.log");
+    let done = wait_job(&two.manager(), job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.runner_id, Some(b.runner_id));
+    assert_eq!(done.deliveries, 2);
+    assert_eq!(
+        manager.job(job).await.unwrap().result,
+        done.result,
+        "both Servers see one Result"
+    );
+    drop((one, two));
+    admin(&url, format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+}
+
+/// A Trial is claimed and run like a job, every test run (no stop at the first
+/// failure), and reports timings instead of a verdict.
+#[tokio::test(flavor = "multi_thread")]
+async fn trial_reports_timings_of_every_test() {
+    let scene = Scene::new("trial");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 30),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let package = judge_runner::demo::examples::tar_gz(&slow_problem(scene.dir.path(), 4)).unwrap();
+    // Echoes only "0": test 00 passes, the rest fail, and a trial still runs all four.
+    let source = b"print(0)\n";
+    let boundary = "e2e-trial-boundary";
+    let mut body = Vec::new();
+    let mut part = |headers: &str, bytes: &[u8]| {
+        body.extend_from_slice(format!("--{boundary}\r\n{headers}\r\n\r\n").as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    };
+    part(
+        "Content-Disposition: form-data; name=\"package\"; filename=\"p.tar.gz\"\r\nContent-Type: application/gzip",
+        &package,
+    );
+    part(
+        "Content-Disposition: form-data; name=\"language\"",
+        b"python3",
+    );
+    part(
+        "Content-Disposition: form-data; name=\"file\"; filename=\"zero.py\"",
+        source,
+    );
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let http = reqwest::Client::new();
+    let created: serde_json::Value = http
+        .post(format!("{}/api/trials", serve.url))
+        .bearer_auth(TOKEN)
+        .header(
+            "Content-Type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let trial = created["trial_id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{created}"));
+    let runner = manager.create_runner("t").await.unwrap();
+    let daemon = scene.daemon(&serve.url, &runner.key, 3210, "a.log");
+    let start = Instant::now();
+    let view = loop {
+        let view: TrialView = http
+            .get(format!("{}/api/trials/{trial}", serve.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if view.state.is_final() {
+            break view;
+        }
+        assert!(start.elapsed() < LONG, "trial unfinished: {view:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(view.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(view.timings.len(), 4, "every test ran: {:?}", view.timings);
+    assert!(
+        view.timings
+            .iter()
+            .all(|t| t.status == "ok" && t.wall_seconds > 0.0),
+        "{:?}",
+        view.timings
+    );
+    assert!(
+        daemon
+            .metric("judge_runner_trials_done_total")
+            .await
+            .is_some_and(|n| n == 1.0)
+    );
+}
+
+/// SIGTERM while the Server is down makes the daemon try to release for a
+/// while; a second SIGTERM makes it exit at once, with status 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn second_signal_exits_at_once() {
+    let scene = Scene::new("twosignals");
+    let mut serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 60),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 20)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.5))
+        .await
+        .unwrap()
+        .job_id;
+    let mut daemon = scene.daemon(&serve.url, &a.key, 3220, "a.log");
+    wait_job(&manager, job, LONG, "progress", |v| {
+        v.progress.as_ref().is_some_and(|p| p.done >= 1)
+    })
+    .await;
+    serve.kill();
+    daemon.signal(Signal::SIGTERM);
+    assert!(
+        daemon.wait_exit(Duration::from_secs(2)).is_none(),
+        "gave up on the release at once"
+    );
+    let second = Instant::now();
+    daemon.signal(Signal::SIGTERM);
+    let status = daemon
+        .wait_exit(Duration::from_secs(8))
+        .expect("exits after the second signal");
+    assert!(
+        second.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        second.elapsed()
+    );
+    assert!(status.success(), "{status:?}");
+    assert!(
+        daemon.log_text().contains("second signal"),
+        "{}",
+        daemon.log_text()
+    );
+    assert_eq!(
+        processes_in(&scene.cgroup_parent),
+        Vec::<i32>::new(),
+        "stray sandboxed processes"
+    );
+}
