@@ -46,7 +46,7 @@ async fn every_example_submission_gets_its_folder_verdict() {
             server: &serve.url,
             key: &runner.key,
             first_box: 3000,
-            slots: 2,
+            slots: 1,
             cache: &scene.path("cache"),
             cgroup_parent: &scene.cgroup_parent,
         },

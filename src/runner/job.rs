@@ -99,14 +99,17 @@ pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
         Arc::clone(&slot.shared.metrics),
     );
     let evaluated = run(slot, &work, &keeper, shutdown).await;
+    let lost = keeper.lost().clone();
+    // The keeper stops before the report: a progress call racing the Result would
+    // reach a job that is no longer Running and be refused as stale.
+    keeper.finish().await;
     // A lease lost while the last test ran is still lost, whatever judging said.
-    let evaluated = if keeper.lost().is_cancelled() {
+    let evaluated = if lost.is_cancelled() {
         Evaluated::Lost
     } else {
         evaluated
     };
     settle(slot, &work, evaluated, shutdown).await;
-    keeper.stop().await;
     tracing::debug!(work = %work.work, seconds = started.elapsed().as_secs_f64(), "done with the work");
 }
 

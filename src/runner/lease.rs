@@ -25,6 +25,9 @@ use super::backoff::Backoff;
 use super::client::{Client, ClientError, WorkRef};
 use super::metrics::Metrics;
 
+/// How long [`LeaseKeeper::finish`] waits for a call in flight.
+pub const FINISH_WAIT: Duration = Duration::from_secs(5);
+
 /// What is held: which work, under which token, for how long at a time.
 #[derive(Debug, Clone)]
 pub struct Lease {
@@ -85,11 +88,19 @@ impl LeaseKeeper {
         &self.lost
     }
 
-    /// Stops renewing. A call in flight is abandoned: its answer no longer matters.
-    pub async fn stop(self) {
+    /// Stops renewing, after the call in flight (if any) is answered, so that no
+    /// progress call of this lease can reach the Server after the Result (where
+    /// it would be refused as stale). A Server that does not answer within
+    /// [`FINISH_WAIT`] is not waited for.
+    pub async fn finish(mut self) {
         self.stop.cancel();
-        self.task.abort();
-        let _ = self.task.await;
+        if tokio::time::timeout(FINISH_WAIT, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+            let _ = self.task.await;
+        }
     }
 }
 
