@@ -380,3 +380,61 @@ async fn two_daemons_sharing_a_cache_download_once() {
     assert_eq!(downloads, 1, "{}", scene.logs());
     assert!(cache.join(&sha).is_dir());
 }
+
+/// A job cancelled by a manager while its test runs: the daemon's next lease
+/// call is answered lease.lost, and the running sandbox is gone within a
+/// renewal period (1 s with a 3 s lease) plus one second; the slot then goes on
+/// with the next job.
+#[tokio::test(flavor = "multi_thread")]
+async fn lost_lease_stops_the_running_sandbox_promptly() {
+    let scene = Scene::new("cancel");
+    let serve = Serve::start(
+        &ServeOpts::sqlite(scene.dir.path(), 3),
+        &scene.path("serve.log"),
+    );
+    let manager = serve.manager();
+    let (slow, _) = upload(&manager, &slow_problem_with(scene.dir.path(), 1, 20)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = manager
+        .submit(slow, "python3", slow_echo(30.0))
+        .await
+        .unwrap()
+        .job_id;
+    let daemon = scene.daemon(&serve.url, &a.key, 3170, "a.log");
+    wait_job(&manager, job, LONG, "running", |v| {
+        v.state == JobState::Running
+    })
+    .await;
+    let deadline = Instant::now() + LONG;
+    while processes_in(&scene.cgroup_parent).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the test never started: {}",
+            scene.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    manager.cancel(job).await.unwrap();
+    let cancelled = Instant::now();
+    while !processes_in(&scene.cgroup_parent).is_empty() {
+        assert!(
+            cancelled.elapsed() < Duration::from_millis(2500),
+            "sandbox still running {:?} after the cancel: {}",
+            cancelled.elapsed(),
+            daemon.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(manager.job(job).await.unwrap().state, JobState::Cancelled);
+    let quick = manager
+        .submit(slow, "python3", slow_echo(0.0))
+        .await
+        .unwrap()
+        .job_id;
+    let done = wait_job(&manager, quick, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(
+        daemon.metric("judge_runner_leases_lost_total").await,
+        Some(1.0)
+    );
+}

@@ -101,6 +101,14 @@ impl Manager {
             .await
     }
 
+    /// `POST /api/jobs/{id}/cancel`.
+    pub async fn cancel(&self, job: Id) -> Result<(), ManagerError> {
+        let path = format!("/api/jobs/{job}/cancel");
+        self.send::<serde_json::Value>("cancel", self.post(&path))
+            .await
+            .map(drop)
+    }
+
     pub async fn job(&self, job: Id) -> Result<JobView, ManagerError> {
         self.get_json("job", &format!("/api/jobs/{job}")).await
     }

@@ -424,6 +424,63 @@ mod tests {
         assert!(Client::new("ftp://x", "k").is_err());
     }
 
+    /// A stand-in Server answering every call with `status` and error `code`.
+    async fn answering(status: u16, code: &'static str) -> Client {
+        use axum::http::StatusCode;
+        let app = axum::Router::new().fallback(move || async move {
+            (
+                StatusCode::from_u16(status).unwrap(),
+                axum::Json(serde_json::json!({"error": code, "message": "m"})),
+            )
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Client::new(&format!("http://{addr}"), "k").unwrap()
+    }
+
+    #[tokio::test]
+    async fn answers_are_typed() {
+        let lost = answering(409, "lease.lost").await;
+        let err = lost.renew(WorkRef::Trial(4), "t").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ClientError::LeaseLost {
+                    work: WorkRef::Trial(4)
+                }
+            ),
+            "{err}"
+        );
+        // Another conflict is a refusal, not a lost lease.
+        let other = answering(409, "attempt.finished").await;
+        let err = other.release(WorkRef::Job(1), "t").await.unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Refused { status: 409, code, .. } if code == "attempt.finished"),
+            "{err}"
+        );
+        let busy = answering(503, "unavailable").await;
+        assert!(
+            busy.progress(WorkRef::Job(1), "t", 1, 2)
+                .await
+                .unwrap_err()
+                .is_transient()
+        );
+        let revoked = answering(401, "auth.revoked").await;
+        let err = revoked
+            .claim(&ClaimRequest {
+                languages: vec!["c".into()],
+                wait_seconds: None,
+            })
+            .await
+            .unwrap_err();
+        assert!(!err.is_transient());
+        assert!(
+            matches!(&err, ClientError::Refused { code, .. } if code == "auth.revoked"),
+            "{err}"
+        );
+    }
+
     #[tokio::test]
     async fn an_unreachable_server_is_transient() {
         // Port 9 (discard) on loopback is closed here: the connection is refused.

@@ -179,6 +179,140 @@ impl Keeper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use axum::Json;
+    use axum::http::StatusCode;
+    use axum::routing::post;
+
+    /// What a stand-in Server saw: progress values in order, renewals.
+    #[derive(Default)]
+    struct Seen {
+        progress: Mutex<Vec<(u64, u64)>>,
+        renewals: AtomicU64,
+    }
+
+    /// A Server that answers progress after `delay`, renewals at once, and
+    /// `lease.lost` to everything once `lose` is set.
+    async fn stand_in(delay: Duration, lose: bool) -> (Client, Arc<Seen>) {
+        let seen = Arc::new(Seen::default());
+        let (p, r) = (Arc::clone(&seen), Arc::clone(&seen));
+        let lost = || {
+            (
+                StatusCode::CONFLICT,
+                Json(serde_json::json!({"error": "lease.lost", "message": "gone"})),
+            )
+        };
+        let app = axum::Router::new()
+            .route(
+                "/api/jobs/1/progress",
+                post(move |Json(body): Json<serde_json::Value>| {
+                    let p = Arc::clone(&p);
+                    async move {
+                        tokio::time::sleep(delay).await;
+                        if lose {
+                            return lost();
+                        }
+                        let done = body["done"].as_u64().unwrap_or(0);
+                        let total = body["total"].as_u64().unwrap_or(0);
+                        p.progress.lock().unwrap().push((done, total));
+                        (
+                            StatusCode::OK,
+                            Json(serde_json::json!({"lease_expires_at": "2026-11-30T00:00:00Z"})),
+                        )
+                    }
+                }),
+            )
+            .route(
+                "/api/jobs/1/lease",
+                post(move || {
+                    let r = Arc::clone(&r);
+                    async move {
+                        if lose {
+                            return lost();
+                        }
+                        r.renewals.fetch_add(1, Ordering::SeqCst);
+                        (
+                            StatusCode::OK,
+                            Json(serde_json::json!({"lease_expires_at": "2026-11-30T00:00:00Z"})),
+                        )
+                    }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (Client::new(&format!("http://{addr}"), "k").unwrap(), seen)
+    }
+
+    fn lease(seconds: u64) -> Lease {
+        Lease {
+            work: WorkRef::Job(1),
+            token: "t".into(),
+            seconds,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_progress_is_coalesced_while_a_call_is_in_flight() {
+        let (client, seen) = stand_in(Duration::from_millis(150), false).await;
+        let metrics = Arc::new(Metrics::default());
+        let keeper = LeaseKeeper::start(client, lease(120), Arc::clone(&metrics));
+        for done in 1..=100 {
+            keeper.progress(done, 100);
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        keeper.finish().await;
+        let progress = seen.progress.lock().unwrap().clone();
+        assert!(
+            progress.len() <= 4,
+            "{} calls for 100 tests: {progress:?}",
+            progress.len()
+        );
+        assert_eq!(
+            progress.last(),
+            Some(&(100, 100)),
+            "the latest value is delivered"
+        );
+        assert!(
+            progress.windows(2).all(|w| w[0].0 < w[1].0),
+            "in order: {progress:?}"
+        );
+        assert_eq!(
+            seen.renewals.load(Ordering::SeqCst),
+            0,
+            "progress renews; no /lease needed"
+        );
+    }
+
+    #[tokio::test]
+    async fn renewals_come_every_third_of_the_lease_when_nothing_else_is_sent() {
+        let (client, seen) = stand_in(Duration::ZERO, false).await;
+        let metrics = Arc::new(Metrics::default());
+        let keeper = LeaseKeeper::start(client, lease(3), Arc::clone(&metrics));
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        keeper.finish().await;
+        let renewals = seen.renewals.load(Ordering::SeqCst);
+        assert!(
+            (2..=3).contains(&renewals),
+            "{renewals} renewals in 3.5 s of a 3 s lease"
+        );
+        assert_eq!(metrics.lease_renewals(), renewals);
+    }
+
+    #[tokio::test]
+    async fn lease_lost_fires_at_once() {
+        let (client, _) = stand_in(Duration::ZERO, true).await;
+        let metrics = Arc::new(Metrics::default());
+        let keeper = LeaseKeeper::start(client, lease(120), Arc::clone(&metrics));
+        keeper.progress(1, 10);
+        let fired = tokio::time::timeout(Duration::from_secs(1), keeper.lost().cancelled()).await;
+        assert!(fired.is_ok(), "lease.lost not noticed within 1 s");
+        assert_eq!(metrics.leases_lost(), 1);
+        keeper.finish().await;
+    }
 
     #[test]
     fn renewal_period_is_a_third_of_the_lease_but_at_least_a_second() {

@@ -362,11 +362,16 @@ pub fn processes_in(parent: &str) -> Vec<i32> {
 /// A pass-fail package whose every test makes the reference solution sleep:
 /// `tests` tests, each answered after `sleep` seconds of wall time (no CPU).
 pub fn slow_problem(dir: &Path, tests: usize) -> PathBuf {
-    let root = dir.join("slow");
+    slow_problem_with(dir, tests, 2)
+}
+
+/// [`slow_problem`] with its own time limit (the wall limit is twice it plus 1 s).
+pub fn slow_problem_with(dir: &Path, tests: usize, time_limit: u32) -> PathBuf {
+    let root = dir.join(format!("slow-{tests}-{time_limit}"));
     fs::create_dir_all(root.join("data/secret")).unwrap();
     fs::write(
         root.join("problem.yaml"),
-        "name: Slow Echo\nlimits:\n  time_limit: 2\n  memory: 256\n",
+        format!("name: Slow Echo\nlimits:\n  time_limit: {time_limit}\n  memory: 256\n"),
     )
     .unwrap();
     for i in 0..tests {
