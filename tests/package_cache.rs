@@ -175,6 +175,9 @@ async fn client_errors_are_not_retried() {
     server.script("hello", vec![Reply::Status(403)]);
     assert!(cache.get(&server.url("hello"), &sha).await.is_err());
     assert_eq!(server.hits("hello"), 1);
+    // A URL that cannot be requested at all fails once.
+    let err = cache.get("/api/packages/relative", &sha).await.unwrap_err();
+    assert!(matches!(err, PackageError::Fetch { attempts: 1, .. }), "{err:?}");
     // Refused connections are transient: retried, then reported retryable.
     let err = cache
         .get("http://127.0.0.1:9/none", &sha)

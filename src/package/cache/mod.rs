@@ -182,13 +182,13 @@ impl Cache {
                     let inner = Arc::clone(&self.inner);
                     let (url, sha) = (url.to_string(), sha.to_string());
                     let task = tokio::spawn(async move {
-                        let result = inner.install(&url, &sha).await;
-                        inner
-                            .flights
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .remove(&sha);
-                        result
+                        // Removed however the installation ends (even by a panic),
+                        // so a later `get` starts afresh.
+                        let _landed = Landed {
+                            inner: Arc::clone(&inner),
+                            sha: sha.clone(),
+                        };
+                        inner.install(&url, &sha).await
                     });
                     task.map(|joined| joined.unwrap_or_else(|e| Err(join_error(e))))
                         .boxed()
@@ -197,6 +197,22 @@ impl Cache {
                 .clone()
         };
         flight.await
+    }
+}
+
+/// Forgets a flight when its task ends.
+struct Landed {
+    inner: Arc<Inner>,
+    sha: String,
+}
+
+impl Drop for Landed {
+    fn drop(&mut self) {
+        self.inner
+            .flights
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.sha);
     }
 }
 
