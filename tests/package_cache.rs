@@ -38,8 +38,13 @@ fn hello() -> (Vec<u8>, String) {
     (bytes, sha)
 }
 
-/// Nothing but complete entries (and the lock files) in the cache directory.
+/// Nothing but complete entries (and the lock files) in the cache directory, once
+/// evicted entries finished deleting in the background.
 fn assert_clean(root: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !tree(&root.join("tmp")).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         tree(&root.join("tmp")).is_empty(),
         "tmp: {:?}",
@@ -177,7 +182,10 @@ async fn client_errors_are_not_retried() {
     assert_eq!(server.hits("hello"), 1);
     // A URL that cannot be requested at all fails once.
     let err = cache.get("/api/packages/relative", &sha).await.unwrap_err();
-    assert!(matches!(err, PackageError::Fetch { attempts: 1, .. }), "{err:?}");
+    assert!(
+        matches!(err, PackageError::Fetch { attempts: 1, .. }),
+        "{err:?}"
+    );
     // Refused connections are transient: retried, then reported retryable.
     let err = cache
         .get("http://127.0.0.1:9/none", &sha)

@@ -322,7 +322,7 @@ impl Inner {
             if Some(entry.sha256.as_str()) == keep {
                 continue;
             }
-            let Some(_lock) = self
+            let Some(lock) = self
                 .store
                 .try_lock_exclusive(&format!("{}.lock", entry.sha256))?
             else {
@@ -331,8 +331,9 @@ impl Inner {
             if !self.store.is_complete(&entry.sha256) {
                 continue;
             }
+            let dir = self.store.entry_dir(&entry.sha256);
             self.store
-                .discard(&entry.sha256, &self.store.entry_dir(&entry.sha256))?;
+                .discard_in_background(&entry.sha256, &dir, lock)?;
             total = total.saturating_sub(entry.bytes);
             tracing::info!(sha = %entry.sha256, bytes = entry.bytes, "evicted package");
         }

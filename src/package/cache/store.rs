@@ -153,6 +153,30 @@ impl Store {
         out
     }
 
+    /// Moves `path` into `tmp/` (one rename: it disappears at once) and deletes it
+    /// on a thread of its own, holding `lock` until it is gone: deleting a tree of
+    /// many files can take seconds, and nobody should wait for it.
+    pub fn discard_in_background(
+        &self,
+        sha: &str,
+        path: &Path,
+        lock: Lock,
+    ) -> Result<(), PackageError> {
+        let grave = self.temp_path(sha, "discard");
+        fs::rename(path, &grave).map_err(|e| PackageError::io("move away", path, e))?;
+        let spawned = std::thread::Builder::new()
+            .name("cache-discard".into())
+            .spawn(move || {
+                remove_quietly(&grave);
+                drop(lock);
+            });
+        // Without a thread the tree stays in tmp/ until the next start-up cleanup.
+        if let Err(err) = spawned {
+            tracing::warn!(%err, "cannot start a thread to delete an evicted entry");
+        }
+        Ok(())
+    }
+
     /// Moves `path` into `tmp/` (one rename: it disappears at once) and deletes it.
     pub fn discard(&self, sha: &str, path: &Path) -> Result<(), PackageError> {
         let grave = self.temp_path(sha, "discard");
