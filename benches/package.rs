@@ -4,17 +4,19 @@
 //!
 //! Generates a ~200 MiB problem package (test data text in a few hundred files,
 //! archived with the system `tar -czf`), then interleaves, round by round:
-//! `package::unpack` vs `tar -xzf` of the same archive, and
-//! `package::sha256_file` vs `sha256sum` of the same uncompressed tar. Prints the
-//! medians and the ratios (tool time / our time: > 1 means we are faster).
+//! `package::unpack` vs `tar -xzf` of the same archive, inflating alone (the
+//! gzip backend `unpack` uses vs `gzip -dc`), and `package::sha256_file` vs
+//! `sha256sum` of the same uncompressed tar. Prints the medians and the ratios
+//! (tool time / our time: > 1 means we are faster).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use flate2::read::MultiGzDecoder;
 use judge_runner::package::{self, UnpackLimits};
 
 struct Options {
@@ -100,17 +102,13 @@ fn mib_per_s(bytes: u64, time: Duration) -> f64 {
     bytes as f64 / (1 << 20) as f64 / time.as_secs_f64()
 }
 
-fn main() {
-    let opts = options();
-    let work = tempfile::Builder::new()
-        .prefix("judge-runner-bench-")
-        .tempdir()
-        .unwrap();
-    let tree = work.path().join("pkg");
+/// The archive (`.tar.gz` by the system tar) and the same tar uncompressed.
+fn build_package(work: &Path, mib: usize) -> (PathBuf, PathBuf) {
+    let tree = work.join("pkg");
     fs::create_dir(&tree).unwrap();
-    generate(&tree, opts.mib << 20);
-    let archive = work.path().join("pkg.tar.gz");
-    let plain = work.path().join("pkg.tar");
+    generate(&tree, mib << 20);
+    let archive = work.join("pkg.tar.gz");
+    let plain = work.join("pkg.tar");
     run_ok(
         Command::new("tar")
             .arg("-czf")
@@ -128,6 +126,55 @@ fn main() {
             .arg("."),
     );
     fs::remove_dir_all(&tree).unwrap();
+    (archive, plain)
+}
+
+/// Medians of each pair, measured A B / B A alternately, round by round.
+#[derive(Default)]
+struct Samples {
+    ours: Vec<Duration>,
+    tool: Vec<Duration>,
+}
+
+impl Samples {
+    fn pair(&mut self, round: usize, ours: impl FnOnce(), tool: impl FnOnce()) {
+        // Alternate who goes first, so neither always inherits the other's writeback.
+        if round.is_multiple_of(2) {
+            self.ours.push(timed(ours));
+            self.tool.push(timed(tool));
+        } else {
+            self.tool.push(timed(tool));
+            self.ours.push(timed(ours));
+        }
+    }
+
+    fn report(self, what: &str, ours: &str, tool: &str, bytes: u64) {
+        let (o, t) = (median(self.ours), median(self.tool));
+        println!(
+            "{what:<8}{ours:<16}{:>8.1} ms ({:>5.0} MiB/s)   {tool:<14}{:>8.1} ms ({:>5.0} MiB/s)   ratio {:.2}",
+            o.as_secs_f64() * 1e3,
+            mib_per_s(bytes, o),
+            t.as_secs_f64() * 1e3,
+            mib_per_s(bytes, t),
+            t.as_secs_f64() / o.as_secs_f64()
+        );
+    }
+}
+
+/// Inflates the archive to nowhere with the crate's gzip backend.
+fn inflate_only(archive: &Path) {
+    let file = fs::File::open(archive).unwrap();
+    let mut decoder = MultiGzDecoder::new(std::io::BufReader::with_capacity(256 << 10, file));
+    std::io::copy(&mut decoder, &mut std::io::sink()).unwrap();
+}
+
+fn main() {
+    let opts = options();
+    let work = tempfile::Builder::new()
+        .prefix("judge-runner-bench-")
+        .tempdir()
+        .unwrap();
+    let (archive, plain) = build_package(work.path(), opts.mib);
     let packed = fs::metadata(&archive).unwrap().len();
     let unpacked = fs::metadata(&plain).unwrap().len();
     println!(
@@ -136,67 +183,62 @@ fn main() {
         packed as f64 / (1 << 20) as f64,
         opts.rounds
     );
-
     let limits = UnpackLimits::default();
-    let (mut ours, mut tars) = (Vec::new(), Vec::new());
-    let (mut hash_ours, mut hash_tool) = (Vec::new(), Vec::new());
     let expected = package::sha256_file(&plain).unwrap();
+    let (mut unpack, mut inflate, mut hash) =
+        (Samples::default(), Samples::default(), Samples::default());
     for round in 0..opts.rounds {
         let ours_dir = work.path().join(format!("ours{round}"));
         let tar_dir = work.path().join(format!("tar{round}"));
         fs::create_dir(&tar_dir).unwrap();
-        let mut unpack_ours = || {
-            ours.push(timed(|| {
+        unpack.pair(
+            round,
+            || {
                 package::unpack(&archive, &ours_dir, &limits).unwrap();
-            }))
-        };
-        let mut unpack_tar = || {
-            tars.push(timed(|| {
+            },
+            || {
                 run_ok(
                     Command::new("tar")
                         .arg("-xzf")
                         .arg(&archive)
                         .arg("-C")
                         .arg(&tar_dir),
-                );
-            }))
-        };
-        // Alternate who goes first, so neither always inherits the other's writeback.
-        if round % 2 == 0 {
-            unpack_ours();
-            unpack_tar();
-        } else {
-            unpack_tar();
-            unpack_ours();
-        }
+                )
+            },
+        );
         fs::remove_dir_all(&ours_dir).unwrap();
         fs::remove_dir_all(&tar_dir).unwrap();
-
-        hash_ours.push(timed(|| {
-            assert_eq!(package::sha256_file(&plain).unwrap(), expected)
-        }));
-        hash_tool.push(timed(|| {
-            let out = Command::new("sha256sum").arg(&plain).output().unwrap();
-            assert!(String::from_utf8_lossy(&out.stdout).starts_with(&expected));
-        }));
+        inflate.pair(
+            round,
+            || inflate_only(&archive),
+            || {
+                run_ok(
+                    Command::new("sh")
+                        .arg("-c")
+                        .arg(format!("gzip -dc '{}' > /dev/null", archive.display())),
+                )
+            },
+        );
+        hash.pair(
+            round,
+            || assert_eq!(package::sha256_file(&plain).unwrap(), expected),
+            || {
+                let out = Command::new("sha256sum").arg(&plain).output().unwrap();
+                assert!(String::from_utf8_lossy(&out.stdout).starts_with(&expected));
+            },
+        );
     }
-    let (ours, tars) = (median(ours), median(tars));
-    let (hash_ours, hash_tool) = (median(hash_ours), median(hash_tool));
+    unpack.report("unpack", "package::unpack", "tar -xzf", unpacked);
+    inflate.report("inflate", "flate2", "gzip -dc", unpacked);
+    hash.report("sha256", "sha256_file", "sha256sum", unpacked);
     println!(
-        "unpack  package::unpack {:>8.1} ms ({:>6.0} MiB/s)   tar -xzf  {:>8.1} ms ({:>6.0} MiB/s)   ratio {:.2}",
-        ours.as_secs_f64() * 1e3,
-        mib_per_s(unpacked, ours),
-        tars.as_secs_f64() * 1e3,
-        mib_per_s(unpacked, tars),
-        tars.as_secs_f64() / ours.as_secs_f64()
+        "(ratio = tool time / our time; >= 0.8 is the target; load: {})",
+        load()
     );
-    println!(
-        "sha256  sha256_file     {:>8.1} ms ({:>6.0} MiB/s)   sha256sum {:>8.1} ms ({:>6.0} MiB/s)   ratio {:.2}",
-        hash_ours.as_secs_f64() * 1e3,
-        mib_per_s(unpacked, hash_ours),
-        hash_tool.as_secs_f64() * 1e3,
-        mib_per_s(unpacked, hash_tool),
-        hash_tool.as_secs_f64() / hash_ours.as_secs_f64()
-    );
-    println!("(ratio = tool time / our time; >= 0.8 is the target)");
+}
+
+fn load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
