@@ -17,6 +17,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use crate::package::error::PackageError;
@@ -27,9 +29,11 @@ pub(super) const MARKER: &str = ".judge-runner-complete";
 /// A lock file held open: dropping it releases the flock.
 pub(super) struct Lock(pub File);
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Store {
     pub root: PathBuf,
+    /// Deletions still running in the background; joined when the store goes.
+    discards: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// A complete entry as eviction sees it.
@@ -49,6 +53,7 @@ impl Store {
         }
         Ok(Store {
             root: root.to_path_buf(),
+            discards: Mutex::new(Vec::new()),
         })
     }
 
@@ -170,9 +175,14 @@ impl Store {
                 remove_quietly(&grave);
                 drop(lock);
             });
-        // Without a thread the tree stays in tmp/ until the next start-up cleanup.
-        if let Err(err) = spawned {
-            tracing::warn!(%err, "cannot start a thread to delete an evicted entry");
+        match spawned {
+            Ok(handle) => {
+                let mut discards = self.discards.lock().unwrap_or_else(PoisonError::into_inner);
+                discards.retain(|h| !h.is_finished());
+                discards.push(handle);
+            }
+            // Without a thread the tree stays in tmp/ until the next start-up cleanup.
+            Err(err) => tracing::warn!(%err, "cannot start a thread to delete an evicted entry"),
         }
         Ok(())
     }
@@ -225,6 +235,21 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for Store {
+    /// A short-lived process (`package fetch`) finishes its deletions before it
+    /// exits, rather than leaving half-deleted trees to the next start-up.
+    fn drop(&mut self) {
+        let discards = std::mem::take(
+            self.discards
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for handle in discards {
+            let _ = handle.join();
+        }
     }
 }
 
