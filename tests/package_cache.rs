@@ -360,6 +360,33 @@ async fn hostile_package_is_refused_and_not_cached() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archive_cannot_forge_or_redirect_the_marker() {
+    let server = TestServer::start().await;
+    let forged = tar_gz_bytes(&[
+        Item::File("data/secret/1.in", b"keep me"),
+        Item::File("data/secret/1.ans", b""),
+        Item::Symlink(".judge-runner-complete", "data/secret/1.in"),
+    ]);
+    let sha = sha256_hex(&forged);
+    server.add("forged", forged);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = open(dir.path(), 1 << 30);
+    let entry = cache.get(&server.url("forged"), &sha).await.unwrap();
+    assert_eq!(
+        std::fs::read(entry.path().join("data/secret/1.in")).unwrap(),
+        b"keep me"
+    );
+    let marker = entry.path().join(".judge-runner-complete");
+    assert!(
+        std::fs::symlink_metadata(&marker)
+            .unwrap()
+            .file_type()
+            .is_file()
+    );
+    assert_eq!(cache.entries(), [(sha, 7)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_sha256_is_refused_before_any_request() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();

@@ -20,7 +20,7 @@ use super::error::PackageError;
 use super::fetch::{Downloaded, download};
 use super::hash::is_sha256_hex;
 use super::parse::find_problem_root;
-use super::unpack::{UnpackLimits, unpack_into};
+use super::unpack::{UnpackLimits, UnpackSummary, unpack_into};
 use store::{Lock, Store, remove_quietly};
 
 pub use super::fetch::FetchPolicy;
@@ -276,25 +276,11 @@ impl Inner {
         }
         let staging = self.store.temp_path(sha, "unpack");
         std::fs::create_dir(&staging).map_err(|e| PackageError::io("create", &staging, e))?;
-        let unpacked = unpack_into(archive, &staging, &self.limits).and_then(|summary| {
-            // Data first, then the rename and the marker: after a power loss an
-            // entry is either marked complete with its data on disk, or cleaned up.
-            File::open(&staging)
-                .and_then(|dir| nix::unistd::syncfs(&dir).map_err(std::io::Error::from))
-                .map_err(|e| PackageError::io("flush", &staging, e))?;
-            let dest = self.store.entry_dir(sha);
-            std::fs::rename(&staging, &dest)
-                .map_err(|e| PackageError::io("rename into place", &dest, e))?;
-            Ok(summary)
-        });
-        let summary = match unpacked {
-            Ok(summary) => summary,
-            Err(err) => {
-                remove_quietly(&staging);
-                return Err(err);
-            }
-        };
-        self.store.write_marker(sha, summary.bytes)?;
+        let installed = self.stage_and_rename(archive, &staging, sha);
+        if installed.is_err() {
+            remove_quietly(&staging);
+        }
+        let summary = installed?;
         tracing::info!(
             %sha,
             downloaded = downloaded.bytes,
@@ -303,6 +289,26 @@ impl Inner {
             "package cached"
         );
         Ok(())
+    }
+
+    /// Unpacks into `staging`, marks it complete, flushes everything to disk, then
+    /// renames it into place: the entry appears complete, durably, or not at all.
+    fn stage_and_rename(
+        &self,
+        archive: &Path,
+        staging: &Path,
+        sha: &str,
+    ) -> Result<UnpackSummary, PackageError> {
+        let summary = unpack_into(archive, staging, &self.limits)?;
+        self.store.write_marker(staging, summary.bytes)?;
+        File::open(staging)
+            .and_then(|dir| nix::unistd::syncfs(&dir).map_err(std::io::Error::from))
+            .map_err(|e| PackageError::io("flush", staging, e))?;
+        let dest = self.store.entry_dir(sha);
+        std::fs::rename(staging, &dest)
+            .map_err(|e| PackageError::io("rename into place", &dest, e))?;
+        self.store.sync_root()?;
+        Ok(summary)
     }
 
     /// Evicts least recently used entries until the cache fits its budget, never

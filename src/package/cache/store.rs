@@ -2,8 +2,9 @@
 //! process that opens the same root, so all coordination goes through files:
 //!
 //! ```text
-//! ROOT/<sha256>/                    an entry: the unpacked package; complete iff
-//! ROOT/<sha256>/.judge-runner-complete   this marker exists (written last)
+//! ROOT/<sha256>/                    an entry: the unpacked package, with
+//! ROOT/<sha256>/.judge-runner-complete   its marker, written into the staged tree
+//!                                   before the one rename that makes it visible
 //! ROOT/tmp/<sha256>.<kind>.<pid>.<n> downloads, staging trees, evicted entries
 //! ROOT/locks/<sha256>.lock          flock: shared = entry in use (a pin),
 //!                                   exclusive = being installed or evicted
@@ -15,6 +16,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -109,17 +111,26 @@ impl Store {
         Ok(file.try_lock_shared().is_ok().then_some(Lock(file)))
     }
 
-    /// Marks an entry complete: the marker records its size, its mtime the last use.
-    pub fn write_marker(&self, sha: &str, bytes: u64) -> Result<(), PackageError> {
-        let path = self.marker(sha);
-        let mut file = File::create(&path).map_err(|e| PackageError::io("create", &path, e))?;
-        writeln!(file, "{{\"bytes\": {bytes}}}")
-            .and_then(|()| file.sync_all())
-            .map_err(|e| PackageError::io("write", &path, e))?;
-        let dir = self.entry_dir(sha);
-        File::open(&dir)
+    /// Marks a staged tree complete: the marker records its size, its mtime the
+    /// last use. A file of that name the archive brought is replaced, never
+    /// followed (`O_NOFOLLOW` + `O_EXCL`).
+    pub fn write_marker(&self, tree: &Path, bytes: u64) -> Result<(), PackageError> {
+        let path = tree.join(MARKER);
+        remove_any(&path).map_err(|e| PackageError::io("replace", &path, e))?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| PackageError::io("create", &path, e))?;
+        writeln!(file, "{{\"bytes\": {bytes}}}").map_err(|e| PackageError::io("write", &path, e))
+    }
+
+    /// Makes the renames in the cache root durable.
+    pub fn sync_root(&self) -> Result<(), PackageError> {
+        File::open(&self.root)
             .and_then(|d| d.sync_all())
-            .map_err(|e| PackageError::io("sync", &dir, e))
+            .map_err(|e| PackageError::io("sync", &self.root, e))
     }
 
     /// Records a use of the entry (its marker's mtime), for LRU eviction.
