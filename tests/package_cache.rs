@@ -387,6 +387,45 @@ async fn archive_cannot_forge_or_redirect_the_marker() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn downloads_through_the_callers_client_with_its_key() {
+    let server = TestServer::start().await;
+    let (bytes, sha) = hello();
+    server.add("hello", bytes);
+    server.require_token("runner-key");
+    let dir = tempfile::tempdir().unwrap();
+    let anonymous = open(dir.path(), 1 << 30);
+    let err = anonymous.get(&server.url("hello"), &sha).await.unwrap_err();
+    assert!(matches!(
+        err,
+        PackageError::Fetch {
+            failure: FetchFailure::Status(401),
+            attempts: 1,
+            ..
+        }
+    ));
+    drop(anonymous);
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        "Bearer runner-key".parse().unwrap(),
+    );
+    let client = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .unwrap();
+    let keyed = Cache::open_with_client(
+        dir.path(),
+        1 << 30,
+        UnpackLimits::default(),
+        quick_policy(),
+        client,
+    )
+    .unwrap();
+    keyed.get(&server.url("hello"), &sha).await.unwrap();
+    assert_eq!(server.hits("hello"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_sha256_is_refused_before_any_request() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();

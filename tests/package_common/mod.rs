@@ -200,6 +200,7 @@ struct ServerState {
     packages: Mutex<HashMap<String, Vec<u8>>>,
     scripts: Mutex<HashMap<String, VecDeque<Reply>>>,
     default_delay: Mutex<Option<Duration>>,
+    token: Mutex<Option<String>>,
     hits: Mutex<HashMap<String, Arc<AtomicUsize>>>,
 }
 
@@ -246,6 +247,11 @@ impl TestServer {
         *self.state.default_delay.lock().unwrap() = Some(delay);
     }
 
+    /// From now on, requests without `Authorization: Bearer <token>` get 401.
+    pub fn require_token(&self, token: &str) {
+        *self.state.token.lock().unwrap() = Some(token.to_string());
+    }
+
     pub fn url(&self, name: &str) -> String {
         format!("http://{}/pkg/{name}", self.addr)
     }
@@ -269,6 +275,7 @@ impl Drop for TestServer {
 async fn serve_package(
     State(state): State<Arc<ServerState>>,
     UrlPath(name): UrlPath<String>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
     state
         .hits
@@ -284,6 +291,15 @@ async fn serve_package(
         .get_mut(&name)
         .and_then(VecDeque::pop_front)
         .unwrap_or(Reply::Full);
+    let required = state.token.lock().unwrap().clone();
+    if let Some(token) = required {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if given != Some(format!("Bearer {token}").as_str()) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+    }
     let Some(bytes) = state.packages.lock().unwrap().get(&name).cloned() else {
         return StatusCode::NOT_FOUND.into_response();
     };

@@ -80,11 +80,26 @@ impl Cache {
         Cache::open_with(root, size_budget, limits, FetchPolicy::default())
     }
 
+    /// Like `open`, with a download policy (attempts, backoff, timeouts).
     pub fn open_with(
         root: &Path,
         size_budget: u64,
         limits: UnpackLimits,
         policy: FetchPolicy,
+    ) -> Result<Cache, PackageError> {
+        let client = policy.client()?;
+        Cache::open_with_client(root, size_budget, limits, policy, client)
+    }
+
+    /// Like `open_with`, downloading through `client`: a Runner passes the client
+    /// that carries its key (`GET /api/packages/{sha256}` needs it). The client's
+    /// own timeouts then apply instead of the policy's.
+    pub fn open_with_client(
+        root: &Path,
+        size_budget: u64,
+        limits: UnpackLimits,
+        policy: FetchPolicy,
+        client: reqwest::Client,
     ) -> Result<Cache, PackageError> {
         let store = Store::open(root)?;
         store.clean_up()?;
@@ -93,7 +108,7 @@ impl Cache {
                 store,
                 budget: size_budget,
                 limits,
-                client: policy.client()?,
+                client,
                 policy,
                 flights: Mutex::new(HashMap::new()),
             }),
