@@ -273,8 +273,8 @@ impl Inner {
         .await
     }
 
-    /// Checks the digest, unpacks into `tmp/`, flushes, renames into place, marks
-    /// the entry complete.
+    /// Checks the digest, then stages, marks, flushes and renames the entry into
+    /// place (`stage_and_rename`); a failed staging tree is removed.
     fn finish_install(
         &self,
         url: &str,
