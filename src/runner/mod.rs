@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::judge::{Judge, JudgeConfig, LanguageConfigError, LanguageTable, ValidatorCache};
-use crate::package::{Cache, PackageError, UnpackLimits};
+use crate::package::{Cache, FetchPolicy, PackageError, UnpackLimits};
 
 pub use client::{Client, ClientError, WorkRef};
 pub use metrics::Metrics;
@@ -215,19 +215,33 @@ pub fn default_slots() -> usize {
 
 /// Downloads carry the Runner key: `GET /api/packages/{sha256}` is a Runner call.
 fn open_cache(config: &Config, client: &Client) -> Result<Cache, RunnerError> {
+    let policy = FetchPolicy::default();
     let mut headers = reqwest::header::HeaderMap::new();
-    if let Ok(value) = reqwest::header::HeaderValue::from_str(&client.bearer()) {
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-    }
-    let policy = crate::package::FetchPolicy {
-        headers,
-        ..Default::default()
-    };
-    Ok(Cache::open_with(
+    let mut bearer = reqwest::header::HeaderValue::from_str(&client.bearer()).map_err(|_| {
+        RunnerError::Client(ClientError::BadUrl {
+            url: config.server.clone(),
+            detail: "the Runner key is not a valid HTTP header value".to_string(),
+        })
+    })?;
+    bearer.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, bearer);
+    let http = reqwest::Client::builder()
+        .default_headers(headers)
+        .connect_timeout(policy.connect_timeout)
+        .read_timeout(policy.read_timeout)
+        .build()
+        .map_err(|e| {
+            RunnerError::Client(ClientError::BadUrl {
+                url: config.server.clone(),
+                detail: e.to_string(),
+            })
+        })?;
+    Ok(Cache::open_with_client(
         &config.cache_dir,
         config.cache_size,
         config.unpack,
         policy,
+        http,
     )?)
 }
 
