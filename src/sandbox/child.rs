@@ -216,7 +216,10 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
 fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     loop {
         match sys::c_wait_any() {
-            Ok((pid, status)) if pid == program => {
+            // Only an ending counts: a stop (a ptraced child) is not one.
+            Ok((pid, status))
+                if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
+            {
                 report(spec.report_fd, REC_EXITED, 0, status.cast_unsigned(), 0);
                 sys::c_exit(0)
             }
