@@ -44,9 +44,9 @@ fn runs_as_box_uid_without_capabilities() {
     let cx = Ctx::new("identity");
     let i = info(&cx);
     let uid = (60000 + cx.box_id).to_string();
-    assert_eq!(i["uid"], [uid.clone()]);
-    assert_eq!(i["euid"], [uid.clone()]);
-    assert_eq!(i["gid"], [uid]);
+    assert_eq!(i["uid"][0], uid);
+    assert_eq!(i["euid"][0], uid);
+    assert_eq!(i["gid"][0], uid);
     assert_eq!(i["Groups"], [""], "no supplementary groups");
     for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
         assert_eq!(i[set], ["0000000000000000"], "{set}");
