@@ -247,8 +247,12 @@ pub(crate) fn c_setrlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: 
 }
 
 pub(crate) fn c_setgroups_empty() -> CResult {
-    // SAFETY: an empty group list: size 0, null pointer allowed.
-    check(unsafe { libc::setgroups(0, std::ptr::null()) })
+    // SAFETY: raw system call with an empty list (size 0, null pointer). Not glibc's
+    // setgroups(): like every set*id wrapper it takes a lock and signals every
+    // thread it knows of, and in this clone those threads do not exist and that
+    // lock may be held forever.
+    let rc = unsafe { libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
 }
 
 pub(crate) fn c_setresgid(gid: u32) -> CResult {
