@@ -156,7 +156,7 @@ fn cancel_stops_a_run_promptly() {
     cancel.cancel();
     let result = t.join().unwrap();
     assert!(
-        asked.elapsed() < Duration::from_secs(1),
+        asked.elapsed() < Duration::from_secs_f64(slow()),
         "took {:?}",
         asked.elapsed()
     );

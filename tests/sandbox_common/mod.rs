@@ -34,6 +34,9 @@ impl Ctx {
             0,
             "sandbox tests run as root"
         );
+        // Detect (on v2: prepare) the hierarchy in this process first, so that a
+        // `judge-runner` child started by a test finds it prepared.
+        sandbox::cgroup_version().unwrap();
         Ctx {
             parent: format!("judge-runner-test-{}-{test}", std::process::id()),
             box_id: NEXT_BOX.fetch_add(1, Ordering::SeqCst),
