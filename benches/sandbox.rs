@@ -4,7 +4,14 @@
 //! figures that mean something (see ../shared/BENCHMARKING.md).
 //!
 //! Environment: BENCH_RUNS (default 500), BENCH_LOOP_RUNS (default 20).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
 
 use std::path::Path;
 use std::process::Command;
@@ -54,6 +61,9 @@ fn env_num(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// A named way of running /bin/true once.
+type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
 fn limited(plan: Plan) -> Plan {
     plan.memory(256 << 20)
         .processes(16)
@@ -67,7 +77,7 @@ fn overhead(parent: &str) {
     let one_shot = limited(Plan::new("/bin/true"))
         .box_id(2)
         .cgroup_parent(parent);
-    let mut variants: Vec<(&str, Box<dyn FnMut()>)> = vec![
+    let mut variants: Vec<Variant> = vec![
         (
             "plain fork+exec",
             Box::new(|| assert!(Command::new("/bin/true").status().unwrap().success())),
