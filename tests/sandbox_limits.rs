@@ -39,7 +39,7 @@ fn memory_within_limit_allowed() {
 fn peak_of_a_100_mib_program_within_5_percent() {
     let cx = Ctx::new("peak");
     let prog = cx.probe("mem");
-    let r = cx.run(&cx.plan(&prog).arg("100"));
+    let r = cx.run(&cx.plan(&prog).args(["100", "50"]));
     assert_eq!(r.status, Status::Ok, "{r:?}");
     let want = 100.0 * MIB as f64;
     let ratio = r.memory_bytes as f64 / want;
