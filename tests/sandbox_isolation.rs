@@ -261,3 +261,83 @@ fn kill_all_reaches_the_runs_own_processes_allowed() {
     assert_eq!(r.status, Status::Signaled, "{r:?}");
     assert!(r.wall_seconds < 5.0 * slow());
 }
+
+fn cpus_allowed(cx: &Ctx, plan: Plan) -> String {
+    let (r, out) = capture(
+        cx,
+        plan.args(["-c", "grep Cpus_allowed_list /proc/self/status | cut -f2"]),
+    );
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    out.trim().to_string()
+}
+
+#[test]
+fn cpu_pinning_denies_other_cpus() {
+    let cx = Ctx::new("pin_denied");
+    assert_eq!(cpus_allowed(&cx, cx.plan("/bin/sh").cpu(0)), "0");
+}
+
+#[test]
+fn unpinned_run_may_use_every_cpu_allowed() {
+    let cx = Ctx::new("pin_allowed");
+    let host = std::fs::read_to_string("/proc/self/status").unwrap();
+    let want = host
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(cpus_allowed(&cx, cx.plan("/bin/sh")), want);
+}
+
+/// The fresh-root and the prepared-root (slot) paths build the same box.
+#[test]
+fn slot_and_one_shot_roots_look_the_same() {
+    let cx = Ctx::new("roots_same");
+    let script = "cat /proc/self/mountinfo | cut -d' ' -f5,6 | sort; ls -la / /etc /dev | sort";
+    let once = {
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let plan = cx
+            .plan("/bin/sh")
+            .args(["-c", script])
+            .stdout(Stdio::File(out.path().into()));
+        assert_eq!(
+            judge_runner::sandbox::run(&plan).unwrap().status,
+            Status::Ok
+        );
+        std::fs::read_to_string(out.path()).unwrap()
+    };
+    let slotted = {
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let plan = cx
+            .plan("/bin/sh")
+            .args(["-c", script])
+            .stdout(Stdio::File(out.path().into()));
+        let mut slot = judge_runner::sandbox::Slot::new(cx.box_id, &cx.parent, None).unwrap();
+        assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
+        slot.close().unwrap();
+        std::fs::read_to_string(out.path()).unwrap()
+    };
+    let strip_times = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .filter(|w| !w.contains(':') || w.starts_with('/'))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip_times(&once).len(),
+        strip_times(&slotted).len(),
+        "once:\n{once}\nslot:\n{slotted}"
+    );
+    let mounts = |s: &str| {
+        s.lines()
+            .filter(|l| l.starts_with('/'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(mounts(&once), mounts(&slotted));
+}

@@ -48,6 +48,7 @@ pub(crate) enum Step {
     Seccomp,
     Exec,
     Reap,
+    JoinRoot,
 }
 
 impl Step {
@@ -77,6 +78,7 @@ impl Step {
             Seccomp,
             Exec,
             Reap,
+            JoinRoot,
         ]
         .into_iter()
         .find(|s| *s as u32 == v)
@@ -107,6 +109,7 @@ impl Step {
             Step::Seccomp => "install the seccomp filter",
             Step::Exec => "execute the program",
             Step::Reap => "wait for the program",
+            Step::JoinRoot => "join the slot's prepared root",
         }
     }
 }
@@ -127,8 +130,19 @@ pub(crate) enum Net {
     Host,
 }
 
+/// How init gets its root.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Root {
+    /// Build it all on a fresh tmpfs, then pivot_root (clone with CLONE_NEWNS).
+    Fresh,
+    /// Join the slot's prepared root (a kept mount namespace), take a private copy
+    /// of it, add the per-run mounts.
+    Prepared(RawFd),
+}
+
 /// Everything the child needs, built by the supervisor before clone.
 pub(crate) struct ChildSpec<'a> {
+    pub root: Root,
     pub mounts: &'a MountPlan,
     pub net: Net,
     pub procs_fds: Vec<RawFd>,
@@ -178,16 +192,18 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Step::DeathSignal,
         sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong),
     );
-    try_step(spec, Step::MakePrivate, mount::make_private());
-    if let Err((index, e)) = spec.mounts.enter() {
-        fail(
-            spec,
-            Step::Mount,
-            e,
-            u32::try_from(index).unwrap_or(u32::MAX),
-        );
+    match spec.root {
+        Root::Fresh => {
+            try_step(spec, Step::MakePrivate, mount::make_private());
+            enter_mounts(spec);
+            try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
+        }
+        Root::Prepared(fd) => {
+            try_step(spec, Step::JoinRoot, sys::c_setns(fd, libc::CLONE_NEWNS));
+            try_step(spec, Step::JoinRoot, sys::c_unshare(libc::CLONE_NEWNS));
+            enter_mounts(spec);
+        }
     }
-    try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
     match spec.net {
         Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
         Net::Join(fd) => try_step(
@@ -209,6 +225,44 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
     let _ = sys::c_close_range(0, fd.saturating_sub(1), 0);
     let _ = sys::c_close_range(fd.saturating_add(1), u32::MAX, 0);
     reap_until(spec, program)
+}
+
+fn enter_mounts(spec: &ChildSpec<'_>) {
+    if let Err((index, e)) = spec.mounts.enter() {
+        fail(
+            spec,
+            Step::Mount,
+            e,
+            u32::try_from(index).unwrap_or(u32::MAX),
+        );
+    }
+}
+
+/// The process that builds a slot's prepared root: make the tree private, build
+/// the root, pivot into it, say so on `ready_fd` (one byte, or a failure record),
+/// then wait until `hold_fd` reaches EOF while the supervisor opens our mount
+/// namespace. Child-safe like everything here.
+pub(crate) fn template_main(mounts: &MountPlan, ready_fd: RawFd, hold_fd: RawFd) -> isize {
+    let failed = |step: Step, e: i32, aux: u32| -> isize {
+        report(ready_fd, REC_FAILED, step as u32, e.unsigned_abs(), aux);
+        1
+    };
+    if let Err(e) = sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
+        return failed(Step::DeathSignal, e, 0);
+    }
+    if let Err(e) = mount::make_private() {
+        return failed(Step::MakePrivate, e, 0);
+    }
+    if let Err((index, e)) = mounts.enter() {
+        return failed(Step::Mount, e, u32::try_from(index).unwrap_or(u32::MAX));
+    }
+    if let Err(e) = mount::pivot_keep_writable(mounts.root()) {
+        return failed(Step::PivotRoot, e, 0);
+    }
+    let _ = sys::c_write_all(ready_fd, b"R");
+    let mut byte = [0u8; 1];
+    let _ = sys::c_read(hold_fd, &mut byte);
+    0
 }
 
 /// Reap every child until the program itself ends, then report and exit; the

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cgroup::RunCgroup;
-use super::child::{self, ChildSpec, Net, REC_EXITED, REC_FAILED, RECORD_LEN, Step};
+use super::child::{self, ChildSpec, Net, REC_EXITED, REC_FAILED, RECORD_LEN, Root, Step};
 use super::error::SandboxError;
 use super::plan::Plan;
 use super::prepare::{self, Prepared};
@@ -46,9 +46,10 @@ pub(crate) fn run_in(
     plan: &Plan,
     cgroup: &mut RunCgroup,
     net: Net,
+    root: Root,
 ) -> Result<Report, SandboxError> {
-    let mut prepared = Prepared::new(plan)?;
-    let result = clone_and_watch(plan, &mut prepared, cgroup, net);
+    let mut prepared = Prepared::new(plan, matches!(root, Root::Prepared(_)))?;
+    let result = clone_and_watch(plan, &mut prepared, cgroup, net, root);
     let finished = prepared.box_dir.finish();
     match (result, finished) {
         (Ok(report), Ok(())) => Ok(report),
@@ -66,6 +67,7 @@ fn clone_and_watch(
     prepared: &mut Prepared,
     cgroup: &mut RunCgroup,
     net: Net,
+    root: Root,
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
@@ -73,6 +75,7 @@ fn clone_and_watch(
     let argv = null_terminated(&parts.argv);
     let envp = null_terminated(&parts.envp);
     let spec = ChildSpec {
+        root,
         mounts: &parts.mounts,
         net,
         procs_fds: cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect(),
@@ -86,8 +89,10 @@ fn clone_and_watch(
         envp,
         report_fd: report_w.as_raw_fd(),
     };
-    let mut flags =
-        libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if matches!(root, Root::Fresh) {
+        flags |= libc::CLONE_NEWNS;
+    }
     if matches!(net, Net::Fresh) {
         flags |= libc::CLONE_NEWNET;
     }

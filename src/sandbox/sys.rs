@@ -48,6 +48,23 @@ pub(crate) fn c_mount(
     })
 }
 
+/// Attach the detached mount `tree` (from `open_tree`) at `target`.
+pub(crate) fn c_move_mount(tree: RawFd, target: &CStr) -> CResult {
+    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+    // SAFETY: raw move_mount(2): an fd we hold, an empty source path, a valid target.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
 pub(crate) fn c_umount_detach(target: &CStr) -> CResult {
     // SAFETY: valid NUL-terminated path; child-safe system call.
     check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) })
@@ -321,6 +338,21 @@ pub(crate) fn c_execve(
     errno()
 }
 
+/// read(2) once, retrying on EINTR; 0 = EOF.
+pub(crate) fn c_read(fd: RawFd, buf: &mut [u8]) -> CResult<usize> {
+    loop {
+        // SAFETY: buf is a live mutable slice of the given length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n.unsigned_abs());
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
 pub(crate) fn c_exit(code: i32) -> ! {
     // SAFETY: _exit ends the process without running atexit handlers or destructors,
     // which belong to the supervisor this process was cloned from.
@@ -338,6 +370,21 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: pipe2 just returned these two descriptors; nobody else owns them.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A detached clone of the mount at `path` (open_tree with OPEN_TREE_CLONE), to be
+/// attached in another mount namespace with `c_move_mount`.
+pub(crate) fn open_tree_clone(path: &CStr) -> io::Result<OwnedFd> {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC.cast_unsigned();
+    // SAFETY: raw open_tree(2) on a valid path; the result is a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
+    // SAFETY: open_tree just returned this descriptor; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Duplicate `fd` to a number ≥ `min`, close-on-exec.
