@@ -146,6 +146,8 @@ pub(crate) struct ChildSpec<'a> {
     pub mounts: &'a MountPlan,
     pub net: Net,
     pub procs_fds: Vec<RawFd>,
+    /// v2: the run's cgroup directory, to fork the program straight into it.
+    pub cgroup_dir: Option<RawFd>,
     /// Descriptors for 0, 1, 2 (None = keep the inherited one).
     pub stdio: [Option<RawFd>; 3],
     pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
@@ -214,9 +216,9 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Net::Host => {}
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
-    let program = match sys::c_fork() {
-        Ok(0) => program_main(spec),
-        Ok(pid) => pid,
+    let program = match fork_program(spec) {
+        Ok((0, joined)) => program_main(spec, joined),
+        Ok((pid, _)) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
@@ -283,10 +285,25 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     }
 }
 
+/// Fork the program: straight into the run's cgroup where the kernel can (v2),
+/// else plainly (it then joins by itself). Returns (pid, already joined).
+fn fork_program(spec: &ChildSpec<'_>) -> CResult<(libc::pid_t, bool)> {
+    if let Some(dir) = spec.cgroup_dir {
+        match sys::c_fork_into_cgroup(dir) {
+            Ok(pid) => return Ok((pid, true)),
+            Err(libc::ENOSYS | libc::EINVAL | libc::E2BIG) => {} // kernel < 5.7
+            Err(e) => return Err(e),
+        }
+    }
+    sys::c_fork().map(|pid| (pid, false))
+}
+
 /// The program's process: join the cgroup, become the box user, exec.
-fn program_main(spec: &ChildSpec<'_>) -> ! {
-    for fd in &spec.procs_fds {
-        try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
+    if !joined {
+        for fd in &spec.procs_fds {
+            try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+        }
     }
     // A cgroup namespace rooted at the run's cgroup; absent on old kernels.
     match sys::c_unshare(libc::CLONE_NEWCGROUP) {

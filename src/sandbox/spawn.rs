@@ -79,6 +79,7 @@ fn clone_and_watch(
         mounts: &parts.mounts,
         net,
         procs_fds: cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect(),
+        cgroup_dir: cgroup.dir_fd(),
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
         uid: plan.box_uid(),

@@ -147,6 +147,7 @@ fn enable(dir: &Path, controllers: &str) -> Result<(), String> {
 #[derive(Debug)]
 pub(crate) struct Group {
     dir: PathBuf,
+    dir_fd: OwnedFd,
     procs: Vec<OwnedFd>,
     cpu_stat: File,
     current: Option<File>,
@@ -208,7 +209,15 @@ impl Group {
             )?;
         }
         let has_peak = !disable_peak_for_tests() && dir.join("memory.peak").exists();
+        let dir_fd = std::fs::File::open(&dir)
+            .map(OwnedFd::from)
+            .map_err(|source| SandboxError::Cgroup {
+                step: "open",
+                path: dir.clone(),
+                source,
+            })?;
         Ok(Group {
+            dir_fd,
             procs: vec![open_procs(&dir)?],
             cpu_stat: open_read(&dir.join("cpu.stat"))?,
             current: if has_peak {
@@ -221,6 +230,11 @@ impl Group {
             buf: String::new(),
             dir,
         })
+    }
+
+    pub(crate) fn dir_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.dir_fd.as_raw_fd()
     }
 
     pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
