@@ -239,3 +239,11 @@ fn double_forked_setsid_daemon_dead_after_run() {
         "the daemon outlived the run"
     );
 }
+
+#[test]
+fn output_exactly_at_the_limit_allowed() {
+    let cx = Ctx::new("output_exact");
+    let (r, len) = write_stdout(&cx, MIB, MIB);
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(len, MIB);
+}

@@ -243,7 +243,11 @@ fn finish_report(
         peak_reached_limit: usage.peak_memory >= limits.memory_bytes,
         cpu_over: w.cpu_over || limits.cpu_time.is_some_and(|l| usage.cpu > l),
         wall_over: w.wall_over,
-        output_hit: output_hit(&prepared.parts.output_files, limits.output_bytes),
+        // A file that reached the limit exactly is no hit when the program then
+        // exited 0 (writing exactly the limit is allowed); otherwise it is the
+        // trace of a write refused with EFBIG by a program that ignored SIGXFSZ.
+        output_hit: ending != Ending::Exited(0)
+            && output_hit(&prepared.parts.output_files, limits.output_bytes),
     };
     let status = classify(&observed);
     let (exit_code, signal) = match ending {
