@@ -1,6 +1,10 @@
 //! The judge's strings agree with the contract's (`protocol::codes`), and the
 //! built-in language table finds this host's toolchains.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::tests_outside_test_module)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
 
 use judge_runner::judge::{self, Judge, JudgeConfig, JudgeError, LanguageTable, Verdict};
 use judge_runner::protocol::codes;
