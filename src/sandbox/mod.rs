@@ -1,3 +1,48 @@
 //! One program, one run: fresh namespaces, its own cgroup, a per-box uid, no
 //! capabilities, seccomp, rlimits; a report of what the program did.
 //! Knows nothing of packages, jobs or HTTP; imports no other module of ours.
+//!
+//! Public surface, shaped like `std::process`: [`Plan`] (builder) → [`run`] →
+//! [`Report`] / [`SandboxError`]; [`Slot`] pays per-slot setup once for many runs;
+//! [`Cancel`] stops a run from another thread.
+
+mod cgroup;
+mod child;
+mod error;
+mod mount;
+mod plan;
+mod prepare;
+mod report;
+mod seccomp;
+mod slot;
+mod spawn;
+mod sys;
+
+pub use cgroup::{children_of_parent, remove_parent, version as cgroup_version};
+pub use error::SandboxError;
+pub use plan::{
+    BOX_UID_BASE, Bind, Cancel, DEFAULT_CGROUP_PARENT, Limits, Plan, SeccompPolicy, Stdio,
+};
+pub use report::{Report, Status};
+pub use seccomp::{DEFAULT_AARCH64, DEFAULT_X86_64, compile as compile_seccomp_policy};
+pub use seccompiler::TargetArch;
+pub use slot::Slot;
+
+/// Run `plan` once. `Ok` whatever the program did; `Err` only when the sandbox
+/// itself failed (or the run was cancelled). Safe to call from several threads at
+/// once with distinct box ids. Creates the box's cgroup and removes it afterwards.
+pub fn run(plan: &Plan) -> Result<Report, SandboxError> {
+    let mut slot = Slot::new(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
+    slot.fresh_network(!plan.network);
+    let result = slot.run(plan);
+    let closed = slot.close();
+    match (result, closed) {
+        (Ok(report), Ok(())) => Ok(report),
+        (Err(e), Ok(())) => Err(e),
+        (Ok(_), Err(cleanup)) => Err(cleanup),
+        (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
+            run: Box::new(run),
+            cleanup: Box::new(cleanup),
+        }),
+    }
+}

@@ -1,0 +1,316 @@
+//! The child side: what runs between `clone` and `execve`, in a copy of a possibly
+//! multi-threaded supervisor. Only child-safe calls (`sys::c_*`): no allocation, no
+//! locks, no panics. Everything it needs was built by the supervisor beforehand
+//! (`ChildSpec`); a failure is reported as a fixed-size record on the report pipe.
+//!
+//! Two processes live here:
+//! - **init** (pid 1 of the new PID namespace): builds the root, the network and
+//!   the hostname, forks the program, then only reaps. When the program ends,
+//!   init reports its wait status and exits, and the kernel kills everything else
+//!   left in the namespace.
+//! - **the program** (pid 2): joins the run's cgroup, then drops to the box user
+//!   and execs. Only from its first step on is anything counted or limited, so
+//!   the run's cpu, memory and process figures are the program's alone.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::RawFd;
+
+use seccompiler::BpfProgram;
+
+use super::mount::{self, MountPlan};
+use super::seccomp;
+use super::sys::{self, CResult};
+
+/// Where a child step failed; the supervisor turns it into a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Step {
+    DeathSignal = 1,
+    MakePrivate,
+    Mount,
+    PivotRoot,
+    Loopback,
+    JoinNetwork,
+    Hostname,
+    Fork,
+    JoinCgroup,
+    Stdio,
+    CloseFds,
+    Rlimit,
+    Chdir,
+    Groups,
+    Gid,
+    BoundingSet,
+    Ambient,
+    Uid,
+    Capabilities,
+    NoNewPrivs,
+    Seccomp,
+    Exec,
+    Reap,
+}
+
+impl Step {
+    pub(crate) fn from_u32(v: u32) -> Option<Step> {
+        use Step::*;
+        [
+            DeathSignal,
+            MakePrivate,
+            Mount,
+            PivotRoot,
+            Loopback,
+            JoinNetwork,
+            Hostname,
+            Fork,
+            JoinCgroup,
+            Stdio,
+            CloseFds,
+            Rlimit,
+            Chdir,
+            Groups,
+            Gid,
+            BoundingSet,
+            Ambient,
+            Uid,
+            Capabilities,
+            NoNewPrivs,
+            Seccomp,
+            Exec,
+            Reap,
+        ]
+        .into_iter()
+        .find(|s| *s as u32 == v)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Step::DeathSignal => "set the parent-death signal",
+            Step::MakePrivate => "make the mount tree private",
+            Step::Mount => "build the root",
+            Step::PivotRoot => "pivot_root into the new root",
+            Step::Loopback => "bring up the loopback device",
+            Step::JoinNetwork => "join the slot's network namespace",
+            Step::Hostname => "set the hostname",
+            Step::Fork => "fork the program",
+            Step::JoinCgroup => "join the run's cgroup",
+            Step::Stdio => "connect stdin/stdout/stderr",
+            Step::CloseFds => "close inherited descriptors",
+            Step::Rlimit => "set rlimits",
+            Step::Chdir => "chdir to /box",
+            Step::Groups => "drop supplementary groups",
+            Step::Gid => "set the box gid",
+            Step::BoundingSet => "drop the capability bounding set",
+            Step::Ambient => "clear ambient capabilities",
+            Step::Uid => "set the box uid",
+            Step::Capabilities => "clear the capability sets",
+            Step::NoNewPrivs => "set no_new_privs",
+            Step::Seccomp => "install the seccomp filter",
+            Step::Exec => "execute the program",
+            Step::Reap => "wait for the program",
+        }
+    }
+}
+
+/// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
+pub(crate) const REC_EXITED: u32 = 1;
+pub(crate) const REC_FAILED: u32 = 2;
+pub(crate) const RECORD_LEN: usize = 16;
+
+/// How the box reaches the network.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Net {
+    /// A fresh namespace (CLONE_NEWNET) whose loopback init brings up.
+    Fresh,
+    /// A prepared loopback-only namespace kept open by a slot.
+    Join(RawFd),
+    /// The host's network (`--network`).
+    Host,
+}
+
+/// Everything the child needs, built by the supervisor before clone.
+pub(crate) struct ChildSpec<'a> {
+    pub mounts: &'a MountPlan,
+    pub net: Net,
+    pub procs_fds: Vec<RawFd>,
+    /// Descriptors for 0, 1, 2 (None = keep the inherited one).
+    pub stdio: [Option<RawFd>; 3],
+    pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    pub uid: u32,
+    pub last_cap: u32,
+    pub filters: &'a [BpfProgram],
+    pub exec_paths: Vec<CString>,
+    pub argv: Vec<*const libc::c_char>,
+    pub envp: Vec<*const libc::c_char>,
+    pub report_fd: RawFd,
+}
+
+fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
+    let mut rec = [0u8; RECORD_LEN];
+    for (i, v) in [kind, step, value, aux].into_iter().enumerate() {
+        if let Some(dst) = rec.get_mut(i * 4..i * 4 + 4) {
+            dst.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+    let _ = sys::c_write_all(fd, &rec);
+}
+
+fn fail(spec: &ChildSpec<'_>, step: Step, errno: i32, aux: u32) -> ! {
+    report(
+        spec.report_fd,
+        REC_FAILED,
+        step as u32,
+        errno.unsigned_abs(),
+        aux,
+    );
+    sys::c_exit(127)
+}
+
+fn try_step(spec: &ChildSpec<'_>, step: Step, r: CResult) {
+    if let Err(e) = r {
+        fail(spec, step, e, 0);
+    }
+}
+
+/// init: pid 1 of the run's namespaces. The ordered recipe; returns only by exit.
+pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
+    try_step(
+        spec,
+        Step::DeathSignal,
+        sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong),
+    );
+    try_step(spec, Step::MakePrivate, mount::make_private());
+    if let Err((index, e)) = spec.mounts.enter() {
+        fail(
+            spec,
+            Step::Mount,
+            e,
+            u32::try_from(index).unwrap_or(u32::MAX),
+        );
+    }
+    try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
+    match spec.net {
+        Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
+        Net::Join(fd) => try_step(
+            spec,
+            Step::JoinNetwork,
+            sys::c_setns(fd, libc::CLONE_NEWNET),
+        ),
+        Net::Host => {}
+    }
+    try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
+    let program = match sys::c_fork() {
+        Ok(0) => program_main(spec),
+        Ok(pid) => pid,
+        Err(e) => fail(spec, Step::Fork, e, 0),
+    };
+    // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
+    // end held here would keep the other side of an interactive run from seeing EOF.
+    let fd = u32::try_from(spec.report_fd).unwrap_or(u32::MAX);
+    let _ = sys::c_close_range(0, fd.saturating_sub(1), 0);
+    let _ = sys::c_close_range(fd.saturating_add(1), u32::MAX, 0);
+    reap_until(spec, program)
+}
+
+/// Reap every child until the program itself ends, then report and exit; the
+/// kernel then kills whatever else is left in the namespace.
+fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
+    loop {
+        match sys::c_wait_any() {
+            Ok((pid, status)) if pid == program => {
+                report(spec.report_fd, REC_EXITED, 0, status.cast_unsigned(), 0);
+                sys::c_exit(0)
+            }
+            Ok(_) => {}
+            Err(e) => fail(spec, Step::Reap, e, 0),
+        }
+    }
+}
+
+/// The program's process: join the cgroup, become the box user, exec.
+fn program_main(spec: &ChildSpec<'_>) -> ! {
+    for fd in &spec.procs_fds {
+        try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+    }
+    // A cgroup namespace rooted at the run's cgroup; absent on old kernels.
+    match sys::c_unshare(libc::CLONE_NEWCGROUP) {
+        Err(libc::EINVAL) | Ok(()) => {}
+        Err(e) => fail(spec, Step::JoinCgroup, e, 0),
+    }
+    sys::c_setsid();
+    for (target, fd) in spec.stdio.iter().enumerate() {
+        if let Some(fd) = fd {
+            try_step(
+                spec,
+                Step::Stdio,
+                sys::c_dup2(*fd, i32::try_from(target).unwrap_or(0)),
+            );
+        }
+    }
+    try_step(
+        spec,
+        Step::CloseFds,
+        sys::c_close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC),
+    );
+    for (resource, soft, hard) in &spec.rlimits {
+        try_step(
+            spec,
+            Step::Rlimit,
+            sys::c_setrlimit(*resource, *soft, *hard),
+        );
+    }
+    try_step(spec, Step::Chdir, sys::c_chdir(c"/box"));
+    drop_privileges(spec);
+    try_step(
+        spec,
+        Step::NoNewPrivs,
+        sys::c_prctl(libc::PR_SET_NO_NEW_PRIVS, 1),
+    );
+    try_step(spec, Step::Seccomp, seccomp::install(spec.filters));
+    exec_program(spec)
+}
+
+/// Box uid/gid, no supplementary groups, every capability set emptied. The
+/// bounding set must go while we still hold CAP_SETPCAP, i.e. before setresuid.
+fn drop_privileges(spec: &ChildSpec<'_>) {
+    try_step(spec, Step::Groups, sys::c_setgroups_empty());
+    try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
+    for cap in 0..=spec.last_cap {
+        match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
+            Ok(()) | Err(libc::EINVAL) => {}
+            Err(e) => fail(spec, Step::BoundingSet, e, cap),
+        }
+    }
+    try_step(spec, Step::Ambient, ambient_clear());
+    try_step(spec, Step::Uid, sys::c_setresuid(spec.uid));
+    try_step(spec, Step::Capabilities, sys::c_capset_none());
+}
+
+fn ambient_clear() -> CResult {
+    let clear_all = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
+    match sys::c_prctl(libc::PR_CAP_AMBIENT, clear_all) {
+        Err(libc::EINVAL) => Ok(()), // kernel without ambient capabilities
+        other => other,
+    }
+}
+
+/// Try each candidate path (a name is looked up in the box's PATH); ENOENT moves
+/// on to the next, any other error is kept as the most telling one.
+fn exec_program(spec: &ChildSpec<'_>) -> ! {
+    let mut telling = libc::ENOENT;
+    for path in &spec.exec_paths {
+        let e = sys::c_execve(path, &spec.argv, &spec.envp);
+        if e != libc::ENOENT && e != libc::ENOTDIR {
+            telling = e;
+        }
+    }
+    fail(spec, Step::Exec, telling, 0)
+}
+
+/// The program's name for messages.
+pub(crate) fn describe_exec(paths: &[CString]) -> String {
+    paths
+        .iter()
+        .map(|p| CStr::to_string_lossy(p).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

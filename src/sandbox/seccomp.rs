@@ -1,0 +1,85 @@
+//! The seccomp policy: seccompiler JSON (`seccomp/default.json`, reviewed data with
+//! a comment on every rule) compiled to BPF for the native architecture. Compiling
+//! happens in the supervisor; the child only installs the ready programs, as the
+//! very last step before `execve`. Every filter in a file is installed (in name
+//! order): stacking lets one filter answer EPERM and another ENOSYS.
+
+use std::sync::OnceLock;
+
+use seccompiler::{BpfProgram, TargetArch};
+
+use super::error::SandboxError;
+use super::plan::SeccompPolicy;
+
+/// The built-in policy for x86_64.
+pub const DEFAULT_X86_64: &str = include_str!("../../seccomp/default.json");
+/// The built-in policy for aarch64 (no `iopl`/`ioperm` and other x86-only calls).
+pub const DEFAULT_AARCH64: &str = include_str!("../../seccomp/default.aarch64.json");
+
+/// Compiled filters, installed in order.
+pub(crate) type Filters = Vec<BpfProgram>;
+
+fn native() -> Result<(TargetArch, &'static str), SandboxError> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok((TargetArch::x86_64, DEFAULT_X86_64)),
+        "aarch64" => Ok((TargetArch::aarch64, DEFAULT_AARCH64)),
+        other => Err(SandboxError::Seccomp {
+            origin: "built-in".into(),
+            reason: format!("no policy for architecture {other}"),
+        }),
+    }
+}
+
+/// Compile a seccompiler JSON policy for `arch`; filters sorted by name. Unknown
+/// syscall names are an error (seccompiler refuses them), never silently skipped.
+pub fn compile(json: &str, arch: TargetArch, origin: &str) -> Result<Filters, SandboxError> {
+    let map = seccompiler::compile_from_json(json.as_bytes(), arch).map_err(|e| {
+        SandboxError::Seccomp {
+            origin: origin.to_string(),
+            reason: e.to_string(),
+        }
+    })?;
+    let mut named: Vec<_> = map.into_iter().collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(named.into_iter().map(|(_, prog)| prog).collect())
+}
+
+/// The filters a policy asks for (the built-in one is compiled once per process).
+pub(crate) fn filters_for(policy: &SeccompPolicy) -> Result<Filters, SandboxError> {
+    static DEFAULT: OnceLock<Result<Filters, String>> = OnceLock::new();
+    match policy {
+        SeccompPolicy::None => Ok(Vec::new()),
+        SeccompPolicy::Default => DEFAULT
+            .get_or_init(|| {
+                let (arch, json) = native().map_err(|e| e.to_string())?;
+                compile(json, arch, "built-in seccomp/default.json").map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|reason| SandboxError::Seccomp {
+                origin: "built-in".into(),
+                reason,
+            }),
+        SeccompPolicy::File(path) => {
+            let json = std::fs::read_to_string(path)
+                .map_err(|e| SandboxError::io("read seccomp policy", path, e))?;
+            let (arch, _) = native()?;
+            compile(&json, arch, &path.display().to_string())
+        }
+    }
+}
+
+/// Child side: install every filter. Allocation-free (seccompiler builds the
+/// `sock_fprog` on the stack); also sets `no_new_privs`, which we did already.
+pub(crate) fn install(filters: &[BpfProgram]) -> Result<(), i32> {
+    for f in filters {
+        if let Err(e) = seccompiler::apply_filter(f) {
+            return Err(match e {
+                seccompiler::Error::Seccomp(io) | seccompiler::Error::Prctl(io) => {
+                    io.raw_os_error().unwrap_or(libc::EINVAL)
+                }
+                _ => libc::EINVAL,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,451 @@
+//! The only `unsafe` of the crate: thin wrappers over the system calls the sandbox
+//! makes. Two kinds:
+//!
+//! - **child-safe** wrappers (the `c_*` functions) run in the cloned child of a
+//!   possibly multi-threaded process, before `execve`. They are async-signal-safe:
+//!   raw system calls on pre-built `CStr`s and slices, no allocation, no locks, no
+//!   panics; an error is the bare errno (`i32`).
+//! - parent wrappers return `std::io::Result` and may allocate.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// Errno of the last failed call, without allocating.
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns the calling thread's errno slot, always valid.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Child-safe result: the errno on failure.
+pub(crate) type CResult<T = ()> = Result<T, i32>;
+
+fn check(rc: libc::c_int) -> CResult {
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+fn opt_ptr(s: Option<&CStr>) -> *const libc::c_char {
+    s.map_or(std::ptr::null(), CStr::as_ptr)
+}
+
+pub(crate) fn c_mount(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> CResult {
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call, or null
+    // where mount(2) accepts null; no allocation (child-safe).
+    check(unsafe {
+        libc::mount(
+            opt_ptr(source),
+            target.as_ptr(),
+            opt_ptr(fstype),
+            flags,
+            opt_ptr(data).cast(),
+        )
+    })
+}
+
+pub(crate) fn c_umount_detach(target: &CStr) -> CResult {
+    // SAFETY: valid NUL-terminated path; child-safe system call.
+    check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) })
+}
+
+pub(crate) fn c_mkdir(path: &CStr, mode: libc::mode_t) -> CResult {
+    // SAFETY: valid NUL-terminated path; child-safe system call.
+    match check(unsafe { libc::mkdir(path.as_ptr(), mode) }) {
+        Err(libc::EEXIST) => Ok(()),
+        other => other,
+    }
+}
+
+pub(crate) fn c_symlink(target: &CStr, link: &CStr) -> CResult {
+    // SAFETY: valid NUL-terminated paths; child-safe system call.
+    check(unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) })
+}
+
+/// Create (or truncate) `path` and write all of `contents` to it.
+pub(crate) fn c_write_file(path: &CStr, contents: &[u8], mode: libc::mode_t) -> CResult {
+    // SAFETY: valid NUL-terminated path; the fd is closed below on every path.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            libc::c_uint::from(mode),
+        )
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let written = c_write_all(fd, contents);
+    c_close(fd);
+    written
+}
+
+/// Create `path` as an empty file unless it exists (a bind mount target).
+pub(crate) fn c_write_file_if_missing(path: &CStr) -> CResult {
+    // SAFETY: valid NUL-terminated path; the fd is closed right away.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    c_close(fd);
+    Ok(())
+}
+
+pub(crate) fn c_write_all(fd: RawFd, mut bytes: &[u8]) -> CResult {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length describe a live slice; child-safe system call.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            let e = errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        bytes = bytes.get(n.unsigned_abs()..).unwrap_or_default();
+    }
+    Ok(())
+}
+
+pub(crate) fn c_close(fd: RawFd) {
+    // SAFETY: closing a descriptor this process owns; errors are irrelevant here.
+    unsafe { libc::close(fd) };
+}
+
+pub(crate) fn c_chdir(path: &CStr) -> CResult {
+    // SAFETY: valid NUL-terminated path; child-safe system call.
+    check(unsafe { libc::chdir(path.as_ptr()) })
+}
+
+pub(crate) fn c_pivot_root_here() -> CResult {
+    let dot = c".";
+    // SAFETY: pivot_root(".", ".") stacks the old root on the new one (see
+    // pivot_root(2) NOTES); valid strings; child-safe raw system call.
+    let rc = unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+pub(crate) fn c_sethostname(name: &CStr) -> CResult {
+    let bytes = name.to_bytes();
+    // SAFETY: pointer and length of a live byte slice; child-safe system call.
+    check(unsafe { libc::sethostname(bytes.as_ptr().cast(), bytes.len()) })
+}
+
+pub(crate) fn c_unshare(flags: libc::c_int) -> CResult {
+    // SAFETY: plain system call with an integer argument.
+    check(unsafe { libc::unshare(flags) })
+}
+
+pub(crate) fn c_setns(fd: RawFd, nstype: libc::c_int) -> CResult {
+    // SAFETY: plain system call on a descriptor the supervisor keeps open.
+    check(unsafe { libc::setns(fd, nstype) })
+}
+
+/// IFF_UP (1) as the `short` that `ifreq.ifr_flags` is.
+const IFF_UP: libc::c_short = 1;
+
+/// Bring the loopback device of the current network namespace up.
+pub(crate) fn c_loopback_up() -> CResult {
+    // SAFETY: socket(2) with constant arguments; the fd is closed on every path.
+    let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if sock < 0 {
+        return Err(errno());
+    }
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = libc::c_char::from_ne_bytes([*src]);
+    }
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write the ifreq we own.
+    let rc = unsafe {
+        if libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req) < 0 {
+            -1
+        } else {
+            req.ifr_ifru.ifru_flags |= IFF_UP;
+            libc::ioctl(sock, libc::SIOCSIFFLAGS, &req)
+        }
+    };
+    let result = check(rc);
+    c_close(sock);
+    result
+}
+
+/// fork(2) by the raw system call: glibc's `fork()` takes malloc's arena locks in
+/// its atfork handling, and in the clone of a multi-threaded process one of them
+/// may be held forever by a thread that does not exist here. The raw call takes no
+/// lock; the child only makes raw system calls afterwards.
+pub(crate) fn c_fork() -> CResult<libc::pid_t> {
+    // SAFETY: clone(SIGCHLD) without CLONE_VM is fork: the child gets a private copy
+    // of the address space and continues on its copy of this stack.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::c_long::from(libc::SIGCHLD),
+            0,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc < 0 {
+        Err(errno())
+    } else {
+        libc::pid_t::try_from(rc).map_err(|_| libc::EOVERFLOW)
+    }
+}
+
+/// wait4 on any child, retrying on EINTR. Returns (pid, wait status).
+pub(crate) fn c_wait_any() -> CResult<(libc::pid_t, libc::c_int)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: status points to a live c_int; child-safe system call.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if pid >= 0 {
+            return Ok((pid, status));
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+pub(crate) fn c_setsid() {
+    // SAFETY: plain system call; failure (already a leader) is harmless.
+    unsafe { libc::setsid() };
+}
+
+pub(crate) fn c_dup2(from: RawFd, to: RawFd) -> CResult {
+    // SAFETY: duplicating descriptors this process holds.
+    check(unsafe { libc::dup2(from, to) })
+}
+
+/// close_range(first, last, flags); `CLOSE_RANGE_CLOEXEC` marks instead of closing.
+pub(crate) fn c_close_range(first: u32, last: u32, flags: u32) -> CResult {
+    // SAFETY: raw system call with integer arguments.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+pub(crate) fn c_setrlimit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> CResult {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: lim is a live struct; child-safe system call.
+    check(unsafe { libc::setrlimit(resource, &lim) })
+}
+
+pub(crate) fn c_setgroups_empty() -> CResult {
+    // SAFETY: an empty group list: size 0, null pointer allowed.
+    check(unsafe { libc::setgroups(0, std::ptr::null()) })
+}
+
+pub(crate) fn c_setresgid(gid: u32) -> CResult {
+    // SAFETY: raw system call (not glibc's setxid broadcast to other threads, which
+    // would signal threads that do not exist in this clone).
+    let rc = unsafe { libc::syscall(libc::SYS_setresgid, gid, gid, gid) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+pub(crate) fn c_setresuid(uid: u32) -> CResult {
+    // SAFETY: raw system call, see c_setresgid.
+    let rc = unsafe { libc::syscall(libc::SYS_setresuid, uid, uid, uid) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+pub(crate) fn c_prctl(option: libc::c_int, arg2: libc::c_ulong) -> CResult {
+    // SAFETY: prctl options used here take integer arguments only.
+    check(unsafe {
+        libc::prctl(
+            option,
+            arg2,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    })
+}
+
+/// Empty the permitted, effective and inheritable sets of this thread.
+pub(crate) fn c_capset_none() -> CResult {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: header and a two-element data array as capset(2) v3 expects, both live.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+pub(crate) fn c_execve(
+    path: &CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> i32 {
+    // SAFETY: argv and envp are null-terminated arrays of pointers into CStrings that
+    // the supervisor built before clone and that live in this copy of its memory.
+    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    errno()
+}
+
+pub(crate) fn c_exit(code: i32) -> ! {
+    // SAFETY: _exit ends the process without running atexit handlers or destructors,
+    // which belong to the supervisor this process was cloned from.
+    unsafe { libc::_exit(code) }
+}
+
+// ---- parent side -------------------------------------------------------------
+
+/// A pipe whose both ends are close-on-exec: (read, write).
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a live two-element array, as pipe2(2) expects.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just returned these two descriptors; nobody else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Duplicate `fd` to a number ≥ `min`, close-on-exec.
+pub(crate) fn dup_cloexec_at_least(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor the caller holds.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fcntl just created this descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Wait for readability of `fd` for at most `timeout_ms`; true when readable or hung up.
+pub(crate) fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd.
+    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    match rc {
+        n if n > 0 => Ok(true),
+        0 => Ok(false),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+pub(crate) fn read_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is a live mutable slice of the given length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n.unsigned_abs());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain system call.
+    if unsafe { libc::kill(pid, sig) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Block until child `pid` ends; returns its wait status.
+pub(crate) fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
+    loop {
+        let mut status = 0;
+        // SAFETY: status is a live c_int; pid is our own child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        if rc >= 0 {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+pub(crate) fn geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Clone the calling process into new namespaces; the child runs `child` on
+/// `stack` and exits with its return value. Returns the child's pid.
+///
+/// # Why clone and not a re-exec
+/// See the module docs of `spawn.rs`: the child runs only child-safe code.
+pub(crate) fn clone_child(
+    child: &mut dyn FnMut() -> isize,
+    stack: &mut [u8],
+    flags: libc::c_int,
+) -> io::Result<libc::pid_t> {
+    extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: data is the &mut dyn FnMut passed below, alive in this copy of the
+        // parent's memory for the child's whole life.
+        let f = unsafe { &mut *data.cast::<&mut dyn FnMut() -> isize>() };
+        let code = f();
+        libc::c_int::try_from(code).unwrap_or(1)
+    }
+    let mut data: &mut dyn FnMut() -> isize = child;
+    let top = stack.as_mut_ptr_range().end;
+    let aligned = top.wrapping_sub(top as usize % 16);
+    // SAFETY: glibc's clone() wrapper (no atfork handlers, no locks) starts the child
+    // on its own stack `stack`, which the caller keeps alive until the child is
+    // reaped; without CLONE_VM the child works on a private copy of memory.
+    let pid = unsafe {
+        libc::clone(
+            trampoline,
+            aligned.cast(),
+            flags | libc::SIGCHLD,
+            (&raw mut data).cast(),
+        )
+    };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid)
+}

@@ -1,0 +1,136 @@
+//! Helpers for the sandbox tests: a cgroup parent unique to each test (removed at
+//! the end), distinct box ids, a box dir, static C probes compiled with the host
+//! gcc (or taken prebuilt from `JUDGE_PROBES_DIR`, as in the cgroup-v2 VM).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use judge_runner::sandbox::{self, Plan, Report};
+
+/// One test's sandbox context: its own cgroup parent and box id.
+pub struct Ctx {
+    pub parent: String,
+    pub box_id: u32,
+    pub dir: tempfile::TempDir,
+}
+
+static NEXT_BOX: AtomicU32 = AtomicU32::new(1);
+
+/// Timing assertions get this factor of room (the cgroup-v2 VM runs under TCG).
+pub fn slow() -> f64 {
+    std::env::var("JUDGE_TEST_SLOWDOWN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1.0)
+}
+
+impl Ctx {
+    pub fn new(test: &str) -> Ctx {
+        assert_eq!(
+            nix::unistd::geteuid().as_raw(),
+            0,
+            "sandbox tests run as root"
+        );
+        Ctx {
+            parent: format!("judge-runner-test-{}-{test}", std::process::id()),
+            box_id: NEXT_BOX.fetch_add(1, Ordering::SeqCst),
+            dir: tempfile::Builder::new()
+                .prefix("sbx-test-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+
+    /// A plan for this test: its box id, cgroup parent and box dir.
+    pub fn plan(&self, program: &str) -> Plan {
+        Plan::new(program)
+            .box_id(self.box_id)
+            .cgroup_parent(self.parent.clone())
+            .box_dir(self.dir.path())
+    }
+
+    pub fn run(&self, plan: &Plan) -> Report {
+        sandbox::run(plan).unwrap_or_else(|e| panic!("sandbox failed: {e}"))
+    }
+
+    /// Copy probe `name` into the box as `/box/<name>` and return its inside path.
+    pub fn probe(&self, name: &str) -> String {
+        let bin = probe(name);
+        let dst = self.dir.path().join(name);
+        std::fs::copy(&bin, &dst).unwrap();
+        format!("/box/{name}")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        let left = sandbox::children_of_parent(&self.parent).unwrap_or_default();
+        let removed = sandbox::remove_parent(&self.parent);
+        if !std::thread::panicking() {
+            assert!(left.is_empty(), "cgroups left behind: {left:?}");
+            removed.unwrap();
+        }
+    }
+}
+
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+/// Path of the static probe binary `name` (from tests/probes/<name>.c).
+pub fn probe(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("JUDGE_PROBES_DIR") {
+        let p = Path::new(&dir).join(name);
+        assert!(p.exists(), "prebuilt probe {} missing", p.display());
+        return p;
+    }
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("probes");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/probes")
+        .join(format!("{name}.c"));
+    let out = out_dir.join(name);
+    let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
+        (Ok(o), Ok(s)) => o.modified().unwrap() >= s.modified().unwrap(),
+        _ => false,
+    };
+    if !fresh {
+        let tmp = out_dir.join(format!("{name}.tmp{}", std::process::id()));
+        let st = Command::new("gcc")
+            .args(["-static", "-O1", "-pthread", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .expect("gcc");
+        assert!(st.success(), "gcc failed for {name}");
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
+/// Compile every probe (used by .ci/run to prepare the cgroup-v2 VM).
+pub fn all_probe_names() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".c")
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+}
