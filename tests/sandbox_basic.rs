@@ -1,5 +1,9 @@
 //! Core behaviour of `sandbox::run`: endings, limits, measurements.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::tests_outside_test_module)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
 
 mod sandbox_common;
 

@@ -2,14 +2,12 @@
 //! turned into a `sandbox::Plan`, and its report turned back. Also the judge's
 //! private work directory.
 
-// TEMPORARY until the sandbox module lands on main: the stub below reads no field.
-#![allow(dead_code)]
-
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::sandbox::{self, SandboxError};
 
 use super::error::JudgeError;
 use super::{CancelHandle, JudgeConfig};
@@ -95,14 +93,45 @@ pub(crate) struct BoxReport {
     pub memory_bytes: u64,
 }
 
-/// The sandbox slot a judging runs in: box ids, CPU, cgroup parent, cancel flag.
-#[derive(Debug, Clone)]
+/// Open files a run may hold; JVMs and compilers open more than the contract's
+/// default of 64.
+const OPEN_FILES: u32 = 256;
+
+/// The sandbox slot a judging runs in: two boxes (the submission's, and a
+/// validator's that may run beside it), CPU, cgroup parent, cancel handle. Each
+/// box is a `sandbox::Slot`, set up once and reused for every run of the
+/// judging (it keeps its network namespace between runs).
+#[derive(Debug)]
 pub(crate) struct Slot {
-    pub box_id: u32,
-    pub validator_box_id: u32,
-    pub cpu: Option<u32>,
-    pub cgroup_parent: String,
-    pub cancel: Arc<AtomicBool>,
+    box_id: u32,
+    validator_box_id: u32,
+    cpu: Option<u32>,
+    cgroup_parent: String,
+    cancel: sandbox::Cancel,
+    submission_box: Mutex<Option<sandbox::Slot>>,
+    validator_box: Mutex<Option<sandbox::Slot>>,
+}
+
+fn sandbox_error(what: &str, e: &SandboxError) -> JudgeError {
+    match e {
+        SandboxError::Cancelled => JudgeError::Cancelled,
+        other => JudgeError::Sandbox {
+            what: what.to_string(),
+            message: other.to_string(),
+        },
+    }
+}
+
+fn stdio(stream: Stream) -> sandbox::Stdio {
+    match stream {
+        Stream::Null => sandbox::Stdio::Null,
+        Stream::Path(p) => sandbox::Stdio::File(p),
+        Stream::Fd(fd) => sandbox::Stdio::fd(fd),
+    }
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(Duration::from_secs(3600))
 }
 
 impl Slot {
@@ -112,12 +141,14 @@ impl Slot {
             validator_box_id: config.validator_box_id,
             cpu: config.cpu,
             cgroup_parent: config.cgroup_parent.clone(),
-            cancel: cancel.flag(),
+            cancel: cancel.sandbox_cancel(),
+            submission_box: Mutex::new(None),
+            validator_box: Mutex::new(None),
         }
     }
 
     pub fn cancelled(&self) -> bool {
-        self.cancel.load(std::sync::atomic::Ordering::SeqCst)
+        self.cancel.is_cancelled()
     }
 
     /// Runs one program in the sandbox. `Err` when the sandbox failed, or the
@@ -126,18 +157,111 @@ impl Slot {
         self.run_timed(what, run).map(|(report, _)| report)
     }
 
-    /// `run`, also answering when the run ended: taken before the run's pipe
-    /// ends are closed, so a peer that saw them close ended later.
+    /// `run`, also answering when the run ended (read as soon as the sandbox
+    /// returns, before the caller closes anything).
     pub fn run_timed(
         &self,
         what: &str,
         run: BoxRun<'_>,
     ) -> Result<(BoxReport, Instant), JudgeError> {
-        let _ = run;
-        Err(JudgeError::Sandbox {
-            what: what.to_string(),
-            message: "sandbox module not merged yet".to_string(),
-        })
+        if self.cancelled() {
+            return Err(JudgeError::Cancelled);
+        }
+        let (cell, box_id) = if run.validator_box {
+            (&self.validator_box, self.validator_box_id)
+        } else {
+            (&self.submission_box, self.box_id)
+        };
+        let plan = self.plan(run);
+        let mut guard = cell.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let slot = sandbox::Slot::new(box_id, &self.cgroup_parent, self.cpu)
+                .map_err(|e| sandbox_error(what, &e))?;
+            *guard = Some(slot);
+        }
+        let Some(slot) = guard.as_mut() else {
+            return Err(JudgeError::Sandbox {
+                what: what.to_string(),
+                message: "no sandbox slot".to_string(),
+            });
+        };
+        let result = slot.run(&plan);
+        let ended = Instant::now();
+        let report = result.map_err(|e| sandbox_error(what, &e))?;
+        let status = match report.status {
+            sandbox::Status::Ok => BoxStatus::Ok,
+            sandbox::Status::NonzeroExit => BoxStatus::NonzeroExit,
+            sandbox::Status::Signaled => BoxStatus::Signaled,
+            sandbox::Status::TimeLimit => BoxStatus::TimeLimit,
+            sandbox::Status::WallTimeLimit => BoxStatus::WallTimeLimit,
+            sandbox::Status::MemoryLimit => BoxStatus::MemoryLimit,
+            sandbox::Status::OutputLimit => BoxStatus::OutputLimit,
+            sandbox::Status::SandboxError => {
+                return Err(JudgeError::Sandbox {
+                    what: what.to_string(),
+                    message: report.message,
+                });
+            }
+        };
+        let report = BoxReport {
+            status,
+            exit_code: report.exit_code,
+            signal: report.signal,
+            cpu_seconds: report.cpu_seconds,
+            wall_seconds: report.wall_seconds,
+            memory_bytes: report.memory_bytes,
+        };
+        Ok((report, ended))
+    }
+
+    fn plan(&self, run: BoxRun<'_>) -> sandbox::Plan {
+        let BoxRun {
+            argv,
+            box_dir,
+            validator_box: _,
+            binds,
+            stdin,
+            stdout,
+            stderr,
+            limits,
+            env,
+        } = run;
+        let mut argv = argv.into_iter();
+        let program = argv.next().unwrap_or_default();
+        let mut plan = sandbox::Plan::new(program)
+            .args(argv)
+            .limits(sandbox::Limits {
+                cpu_time: Some(seconds(limits.time)),
+                wall_time: Some(seconds(limits.wall)),
+                memory_bytes: limits.memory_bytes,
+                processes: limits.processes,
+                output_bytes: limits.output_bytes,
+                open_files: OPEN_FILES,
+                ..sandbox::Limits::default()
+            })
+            .box_dir(box_dir)
+            .stdin(stdio(stdin))
+            .stdout(stdio(stdout))
+            .stderr(stdio(stderr))
+            .cancel(self.cancel.clone());
+        for bind in binds {
+            plan = plan.bind(bind.host, bind.inside, bind.writable);
+        }
+        for (name, value) in env {
+            plan = plan.env(name, value);
+        }
+        plan
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        for cell in [&self.submission_box, &self.validator_box] {
+            let slot = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(Err(e)) = slot.map(sandbox::Slot::close) {
+                tracing::warn!(error = %e, "closing a sandbox slot failed");
+            }
+        }
     }
 }
 

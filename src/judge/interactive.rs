@@ -54,6 +54,13 @@ pub(crate) fn decide(
     Ok((said.verdict, said.score, said.judge_message))
 }
 
+fn dup(fd: &OwnedFd) -> Result<OwnedFd, JudgeError> {
+    fd.try_clone().map_err(|e| JudgeError::Sandbox {
+        what: "duplicating an interactive pipe end".to_string(),
+        message: e.to_string(),
+    })
+}
+
 pub(crate) fn run(
     cases: &SandboxCases<'_>,
     validator: &BuiltValidator,
@@ -62,11 +69,16 @@ pub(crate) fn run(
 ) -> Result<CaseRun, JudgeError> {
     let (to_submission_read, to_submission_write) = pipe()?;
     let (to_validator_read, to_validator_write) = pipe()?;
-    // interactive.cc never closes the read end of validator → submission, so a
-    // validator writing after the submission ended is not killed by SIGPIPE.
-    let keep_reader = to_submission_read
-        .try_clone()
-        .map_err(|e| JudgeError::io("pipe", e))?;
+    // The sandbox closes its own copies of the ends it hands over as soon as the
+    // program holds them. Like interactive.cc, we keep a copy of each program's
+    // ends until that program's run has returned and its end time is taken: the
+    // peer then sees EOF (or SIGPIPE) only after that, so "who ended first" is
+    // cause and effect, not a race between two supervisors.
+    let validator_ends = [dup(&to_submission_write)?, dup(&to_validator_read)?];
+    let submission_ends = [dup(&to_validator_write)?];
+    // Never closed before both end (interactive.cc): a validator writing to a
+    // submission that has finished is not killed by SIGPIPE.
+    let keep_reader = dup(&to_submission_read)?;
 
     let sub_box = cases.work.fresh("box")?;
     let vbox = ValidatorBox::create(
@@ -93,8 +105,16 @@ pub(crate) fn run(
     })?;
     let slot = cases.slot;
     let (val_result, sub_result) = std::thread::scope(|s| {
-        let val = s.spawn(move || slot.run_timed("running the interactive validator", val_run));
-        let sub = s.spawn(move || slot.run_timed("running the submission", sub_run));
+        let val = s.spawn(move || {
+            let ended = slot.run_timed("running the interactive validator", val_run);
+            drop(validator_ends);
+            ended
+        });
+        let sub = s.spawn(move || {
+            let ended = slot.run_timed("running the submission", sub_run);
+            drop(submission_ends);
+            ended
+        });
         (join(val), join(sub))
     });
     drop(keep_reader);

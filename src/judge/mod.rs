@@ -20,7 +20,6 @@ mod verdict;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::package::{Problem, ProblemKind};
@@ -46,22 +45,22 @@ pub struct SourceFile {
 }
 
 /// Set from any thread to stop a judging in progress: the running sandbox is
-/// killed and `judge` returns [`JudgeError::Cancelled`].
+/// killed within one supervision tick and `judge` returns [`JudgeError::Cancelled`].
 #[derive(Debug, Clone, Default)]
-pub struct CancelHandle(Arc<AtomicBool>);
+pub struct CancelHandle(crate::sandbox::Cancel);
 
 impl CancelHandle {
     pub fn new() -> Self {
         Self::default()
     }
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.cancel();
     }
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.is_cancelled()
     }
-    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.0)
+    pub(crate) fn sandbox_cancel(&self) -> crate::sandbox::Cancel {
+        self.0.clone()
     }
 }
 
