@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cli::JudgeArgs;
 use crate::judge::{Judge, JudgeConfig, LanguageTable, Options, Outcome, SourceFile, Submission};
-use crate::package::Problem;
+use crate::package::{self, LoadedPackage, UnpackLimits};
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
 
@@ -117,14 +117,16 @@ fn read_sources(paths: &[std::path::PathBuf], language: String) -> Result<Submis
     Ok(Submission { language, files })
 }
 
-/// A parsed package, and the unpacked copy it lives in (removed when dropped).
-struct LoadedProblem {
-    problem: Problem,
-}
-
-fn load_problem(args: &JudgeArgs) -> Result<LoadedProblem, String> {
-    let _ = (&args.problem, &args.unpack);
-    Err("the package module is not merged yet".to_string())
+fn load_problem(args: &JudgeArgs) -> Result<LoadedPackage, String> {
+    let limits = UnpackLimits {
+        max_entries: args.unpack.max_entries,
+        max_unpacked: args.unpack.max_unpacked.bytes(),
+    };
+    let loaded = package::load(&args.problem, &limits).map_err(|e| e.to_string())?;
+    for warning in &loaded.problem.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(loaded)
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {

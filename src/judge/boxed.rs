@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::sandbox::{self, SandboxError};
 
+use super::detached::Detached;
 use super::error::JudgeError;
 use super::{CancelHandle, JudgeConfig};
 
@@ -108,6 +109,7 @@ pub(crate) struct Slot {
     cpu: Option<u32>,
     cgroup_parent: String,
     cancel: sandbox::Cancel,
+    sandbox_exe: Option<PathBuf>,
     submission_box: Mutex<Option<sandbox::Slot>>,
     validator_box: Mutex<Option<sandbox::Slot>>,
 }
@@ -120,6 +122,33 @@ fn sandbox_error(what: &str, e: &SandboxError) -> JudgeError {
             message: other.to_string(),
         },
     }
+}
+
+/// The judge's view of a sandbox report; a `sandbox_error` status is an error.
+fn box_report(what: &str, report: sandbox::Report) -> Result<BoxReport, JudgeError> {
+    let status = match report.status {
+        sandbox::Status::Ok => BoxStatus::Ok,
+        sandbox::Status::NonzeroExit => BoxStatus::NonzeroExit,
+        sandbox::Status::Signaled => BoxStatus::Signaled,
+        sandbox::Status::TimeLimit => BoxStatus::TimeLimit,
+        sandbox::Status::WallTimeLimit => BoxStatus::WallTimeLimit,
+        sandbox::Status::MemoryLimit => BoxStatus::MemoryLimit,
+        sandbox::Status::OutputLimit => BoxStatus::OutputLimit,
+        sandbox::Status::SandboxError => {
+            return Err(JudgeError::Sandbox {
+                what: what.to_string(),
+                message: report.message,
+            });
+        }
+    };
+    Ok(BoxReport {
+        status,
+        exit_code: report.exit_code,
+        signal: report.signal,
+        cpu_seconds: report.cpu_seconds,
+        wall_seconds: report.wall_seconds,
+        memory_bytes: report.memory_bytes,
+    })
 }
 
 fn stdio(stream: Stream) -> sandbox::Stdio {
@@ -142,6 +171,7 @@ impl Slot {
             cpu: config.cpu,
             cgroup_parent: config.cgroup_parent.clone(),
             cancel: cancel.sandbox_cancel(),
+            sandbox_exe: config.sandbox_exe.clone(),
             submission_box: Mutex::new(None),
             validator_box: Mutex::new(None),
         }
@@ -188,30 +218,35 @@ impl Slot {
         let result = slot.run(&plan);
         let ended = Instant::now();
         let report = result.map_err(|e| sandbox_error(what, &e))?;
-        let status = match report.status {
-            sandbox::Status::Ok => BoxStatus::Ok,
-            sandbox::Status::NonzeroExit => BoxStatus::NonzeroExit,
-            sandbox::Status::Signaled => BoxStatus::Signaled,
-            sandbox::Status::TimeLimit => BoxStatus::TimeLimit,
-            sandbox::Status::WallTimeLimit => BoxStatus::WallTimeLimit,
-            sandbox::Status::MemoryLimit => BoxStatus::MemoryLimit,
-            sandbox::Status::OutputLimit => BoxStatus::OutputLimit,
-            sandbox::Status::SandboxError => {
-                return Err(JudgeError::Sandbox {
-                    what: what.to_string(),
-                    message: report.message,
-                });
-            }
+        Ok((box_report(what, report)?, ended))
+    }
+
+    /// `run_timed` in a child `judge-runner sandbox` process when the judge knows
+    /// where that binary is (see `detached.rs` for why), else in this process.
+    pub fn run_timed_detached(
+        &self,
+        what: &str,
+        run: BoxRun<'_>,
+    ) -> Result<(BoxReport, Instant), JudgeError> {
+        let Some(exe) = &self.sandbox_exe else {
+            return self.run_timed(what, run);
         };
-        let report = BoxReport {
-            status,
-            exit_code: report.exit_code,
-            signal: report.signal,
-            cpu_seconds: report.cpu_seconds,
-            wall_seconds: report.wall_seconds,
-            memory_bytes: report.memory_bytes,
+        if self.cancelled() {
+            return Err(JudgeError::Cancelled);
+        }
+        let detached = Detached {
+            exe,
+            box_id: if run.validator_box {
+                self.validator_box_id
+            } else {
+                self.box_id
+            },
+            cpu: self.cpu,
+            cgroup_parent: &self.cgroup_parent,
+            cancel: &self.cancel,
         };
-        Ok((report, ended))
+        let (report, ended) = detached.run(what, run)?;
+        Ok((box_report(what, report)?, ended))
     }
 
     fn plan(&self, run: BoxRun<'_>) -> sandbox::Plan {

@@ -5,7 +5,7 @@
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use crate::package::{OutputValidator, Problem, TestCase, TestGroup};
+use crate::package::{Problem, TestCase, TestGroup};
 
 use super::Options;
 use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream, WorkDir};
@@ -122,7 +122,7 @@ impl<'a> SandboxCases<'a> {
             return Ok(case_run(&report, verdict, None, String::new()));
         }
         match self.validator {
-            None => self.default_validate(case, &report, output),
+            None => self.default_validate(case, group, &report, output),
             Some(v) => {
                 let vbox = ValidatorBox::create(
                     self.work.fresh("validator")?,
@@ -153,13 +153,21 @@ impl<'a> SandboxCases<'a> {
     fn default_validate(
         &self,
         case: &TestCase,
+        group: &TestGroup,
         report: &BoxReport,
         output: PathBuf,
     ) -> Result<CaseRun, JudgeError> {
-        let OutputValidator::Default(flags) = &self.problem.validator else {
-            return Err(JudgeError::package(
-                "a custom validator was expected but not built",
-            ));
+        // The problem's flags with the group's `output_validator_flags` on top.
+        let flags = match self.problem.default_validator_flags(group) {
+            Some(Ok(flags)) => flags,
+            Some(Err(e)) => {
+                return Err(JudgeError::package(format!("group {}: {e}", group.name)));
+            }
+            None => {
+                return Err(JudgeError::package(
+                    "a custom validator was expected but not built",
+                ));
+            }
         };
         let answer = std::fs::File::open(&case.answer)
             .map_err(|e| JudgeError::package(format!("{}: {e}", case.answer.display())))?;
@@ -167,7 +175,7 @@ impl<'a> SandboxCases<'a> {
         let judged = default_validator::validate(
             BufReader::with_capacity(1 << 16, answer),
             BufReader::with_capacity(1 << 16, out),
-            flags,
+            &flags,
         )
         .map_err(|e| JudgeError::io(&output, e))?;
         let verdict = if judged.accepted {

@@ -44,6 +44,21 @@ pub struct ProblemLimits {
     pub validation_memory_mib: Option<u64>,
 }
 
+impl Default for ProblemLimits {
+    /// problemtools' system defaults: 1024 MiB of memory, 8 MiB of output.
+    fn default() -> Self {
+        ProblemLimits {
+            time_limit: None,
+            memory_mib: 1024,
+            output_mib: 8,
+            compilation_time: None,
+            compilation_memory_mib: None,
+            validation_time: None,
+            validation_memory_mib: None,
+        }
+    }
+}
+
 /// Flags of the default output validator.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DefaultValidatorFlags {
@@ -53,6 +68,48 @@ pub struct DefaultValidatorFlags {
     pub float_relative_tolerance: Option<f64>,
     /// Set by `float_absolute_tolerance E` or `float_tolerance E`.
     pub float_absolute_tolerance: Option<f64>,
+}
+
+/// A word the default validator does not understand.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidatorFlagError {
+    #[error("unknown default validator flag {0:?}")]
+    Unknown(String),
+    #[error("default validator flag {flag:?} needs a non-negative number, got {value:?}")]
+    BadNumber { flag: String, value: Option<String> },
+}
+
+impl DefaultValidatorFlags {
+    /// These flags with `args` applied on top, in order (later words win), as the
+    /// default validator reads its command line.
+    pub fn with_args(&self, args: &[String]) -> Result<Self, ValidatorFlagError> {
+        let mut flags = self.clone();
+        let mut words = args.iter();
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "case_sensitive" => flags.case_sensitive = true,
+                "space_change_sensitive" => flags.space_change_sensitive = true,
+                "float_relative_tolerance" | "float_absolute_tolerance" | "float_tolerance" => {
+                    let value = words.next();
+                    let tolerance = value
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                        .filter(|v| v.is_finite() && *v >= 0.0)
+                        .ok_or_else(|| ValidatorFlagError::BadNumber {
+                            flag: word.clone(),
+                            value: value.cloned(),
+                        })?;
+                    if word != "float_absolute_tolerance" {
+                        flags.float_relative_tolerance = Some(tolerance);
+                    }
+                    if word != "float_relative_tolerance" {
+                        flags.float_absolute_tolerance = Some(tolerance);
+                    }
+                }
+                other => return Err(ValidatorFlagError::Unknown(other.to_string())),
+            }
+        }
+        Ok(flags)
+    }
 }
 
 /// How a test's output is judged.
@@ -190,6 +247,15 @@ impl TestGroup {
         }
     }
 
+    fn collect_groups<'a>(&'a self, out: &mut Vec<&'a TestGroup>) {
+        for item in &self.items {
+            if let TestItem::Group(group) = item {
+                out.push(group);
+                group.collect_groups(out);
+            }
+        }
+    }
+
     /// The direct subgroup named `name` (its last path component), if any.
     pub fn subgroup(&self, name: &str) -> Option<&TestGroup> {
         self.items.iter().find_map(|item| match item {
@@ -229,6 +295,9 @@ pub struct Problem {
     /// The root of the test data (`data/`), with `sample` and `secret` as items.
     pub data: TestGroup,
     pub submissions: Vec<ExampleSubmission>,
+    /// What the parser noticed but judged harmless (unknown keys, ignored files),
+    /// one line each, naming the file.
+    pub warnings: Vec<String>,
 }
 
 impl Problem {
@@ -241,5 +310,39 @@ impl Problem {
     /// Every test case in judging order (samples first, then secret groups).
     pub fn cases(&self) -> Vec<&TestCase> {
         self.data.cases()
+    }
+
+    /// Every group, depth first in judging order, the root `data` group first.
+    pub fn groups(&self) -> Vec<&TestGroup> {
+        let mut out = vec![&self.data];
+        self.data.collect_groups(&mut out);
+        out
+    }
+
+    /// The arguments a custom validator gets after `input answer feedback_dir` for
+    /// the tests of `group`: the problem's, then the group's `output_validator_flags`.
+    pub fn validator_args(&self, group: &TestGroup) -> Vec<String> {
+        let mut args = match &self.validator {
+            OutputValidator::Custom(custom) => custom.args.clone(),
+            OutputValidator::Default(_) => Vec::new(),
+        };
+        args.extend(group.grading.output_validator_flags.iter().cloned());
+        args
+    }
+
+    /// The default validator's flags for the tests of `group`: the problem's, with
+    /// the group's `output_validator_flags` on top. `None` for a custom validator.
+    /// The parser checked every group's flags, so this only fails for a `Problem`
+    /// built by hand.
+    pub fn default_validator_flags(
+        &self,
+        group: &TestGroup,
+    ) -> Option<Result<DefaultValidatorFlags, ValidatorFlagError>> {
+        match &self.validator {
+            OutputValidator::Default(flags) => {
+                Some(flags.with_args(&group.grading.output_validator_flags))
+            }
+            OutputValidator::Custom(_) => None,
+        }
     }
 }

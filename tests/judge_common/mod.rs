@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use judge_runner::judge::{Judge, JudgeConfig, LanguageTable, SourceFile, Submission};
 
@@ -34,8 +35,36 @@ pub fn judge() -> Judge {
     let n = NEXT_BOX.fetch_add(1, Ordering::SeqCst);
     let mut config = JudgeConfig::new(LanguageTable::builtin().unwrap(), 100 + n);
     config.validator_box_id = 300 + n;
-    config.cgroup_parent = format!("judge-runner-test-{}", std::process::id());
+    config.cgroup_parent = cgroup_parent();
+    config.sandbox_exe = Some(PathBuf::from(env!("CARGO_BIN_EXE_judge-runner")));
     Judge::new(config)
+}
+
+/// The cgroup parent of this test process (removed by [`Serial`]'s drop).
+pub fn cgroup_parent() -> String {
+    format!("judge-runner-test-{}", std::process::id())
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Held by every test that runs sandboxes: two sandboxes started from two
+/// threads of one process can deadlock in the sandbox's clone path (see
+/// `src/judge/detached.rs`), so the tests of one binary take turns. Dropped
+/// last (declare it first), it removes the test's cgroup parent.
+pub struct Serial {
+    _lock: MutexGuard<'static, ()>,
+}
+
+pub fn serial() -> Serial {
+    Serial {
+        _lock: SERIAL.lock().unwrap_or_else(|p| p.into_inner()),
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        let _ = judge_runner::sandbox::remove_parent(&cgroup_parent());
+    }
 }
 
 pub fn submission_from(language: &str, paths: &[PathBuf]) -> Submission {

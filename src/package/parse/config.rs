@@ -1,0 +1,263 @@
+//! `problem.yaml`: name, format version, type, validation, limits, validator flags
+//! and the legacy problem-wide grading keys. Every key is optional.
+
+use std::path::Path;
+
+use serde_yaml_ng::{Mapping, Value};
+
+use super::yaml::{Doc, keys, scalar_string};
+use crate::package::error::PackageError;
+use crate::package::problem::{FormatVersion, ProblemKind, ProblemLimits};
+
+const KNOWN_KEYS: &[&str] = &[
+    "problem_format_version",
+    "type",
+    "name",
+    "uuid",
+    "version",
+    "author",
+    "credits",
+    "source",
+    "source_url",
+    "license",
+    "rights_owner",
+    "embargo_until",
+    "limits",
+    "validation",
+    "validator_flags",
+    "output_validator_args",
+    "grading",
+    "keywords",
+    "languages",
+    "libraries",
+    "allow_file_writing",
+    "constants",
+];
+
+/// How `problem.yaml` asks for the output to be judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Validation {
+    /// Legacy `validation: default` (or no `validation` in a legacy package).
+    Default,
+    /// Legacy `validation: custom ...`: a validator must be present.
+    Custom,
+    /// 2023-07: a custom validator when `output_validator/` exists.
+    FromLayout,
+}
+
+/// Legacy problem-wide grading keys that override every group's `testdata.yaml`
+/// (problemtools keeps them "during a transition period").
+#[derive(Debug, Clone, Default)]
+pub(super) struct ProblemGrading {
+    pub accept_score: Option<f64>,
+    pub reject_score: Option<f64>,
+    pub range: Option<String>,
+    /// `first_error` → break, `grade` → continue.
+    pub on_reject: Option<&'static str>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Config {
+    pub name: Option<String>,
+    pub format: FormatVersion,
+    pub kind: ProblemKind,
+    pub interactive: bool,
+    pub validation: Validation,
+    /// Legacy `validator_flags` (or `output_validator_args` at the top level).
+    pub validator_args: Vec<String>,
+    pub limits: ProblemLimits,
+    pub grading: ProblemGrading,
+    pub warnings: Vec<String>,
+}
+
+/// Parses `problem.yaml` (`map` is empty when the file does not exist).
+pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, PackageError> {
+    let doc = Doc { path, map };
+    let mut warnings: Vec<String> = keys(map)
+        .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
+        .map(|k| format!("{}: unknown key `{k}`", path.display()))
+        .collect();
+    let format = format_version(&doc)?;
+    let (kind, mut interactive) = problem_type(&doc)?;
+    let validation = match doc.string("validation")? {
+        Some(text) => {
+            if format == FormatVersion::V2023_07 {
+                warnings.push(format!(
+                    "{}: `validation` is legacy; honoured anyway",
+                    path.display()
+                ));
+            }
+            let (validation, legacy_interactive) = legacy_validation(&doc, &text)?;
+            interactive |= legacy_interactive;
+            validation
+        }
+        None if format == FormatVersion::Legacy => Validation::Default,
+        None => Validation::FromLayout,
+    };
+    let mut validator_args = doc.words("validator_flags")?.unwrap_or_default();
+    validator_args.extend(doc.words("output_validator_args")?.unwrap_or_default());
+    Ok(Config {
+        name: name(&doc)?,
+        format,
+        kind,
+        interactive,
+        validation,
+        validator_args,
+        limits: limits(&doc)?,
+        grading: grading(&doc)?,
+        warnings,
+    })
+}
+
+fn format_version(doc: &Doc<'_>) -> Result<FormatVersion, PackageError> {
+    match doc.string("problem_format_version")?.as_deref() {
+        None | Some("legacy") | Some("legacy-icpc") => Ok(FormatVersion::Legacy),
+        Some("2023-07-draft" | "2023-07" | "2025-09" | "2025-09-draft" | "draft") => {
+            Ok(FormatVersion::V2023_07)
+        }
+        Some(other) => Err(PackageError::invalid(
+            doc.path,
+            format!(
+                "unsupported problem_format_version {other:?} \
+                 (legacy, 2023-07-draft and 2025-09 are)"
+            ),
+        )),
+    }
+}
+
+/// `type`: one string or a list; `pass-fail` unless `scoring` is named.
+fn problem_type(doc: &Doc<'_>) -> Result<(ProblemKind, bool), PackageError> {
+    let names: Vec<String> = match doc.get("type") {
+        None => Vec::new(),
+        Some(Value::Sequence(seq)) if !seq.is_empty() => seq
+            .iter()
+            .map(|v| scalar_string(v).ok_or_else(|| doc.error("type", "strings")))
+            .collect::<Result<_, _>>()?,
+        Some(v) => vec![scalar_string(v).ok_or_else(|| doc.error("type", "a string or a list"))?],
+    };
+    let (mut pass_fail, mut scoring, mut interactive) = (false, false, false);
+    for name in &names {
+        match name.as_str() {
+            "pass-fail" => pass_fail = true,
+            "scoring" => scoring = true,
+            "interactive" => interactive = true,
+            "multi-pass" | "submit-answer" => {
+                return Err(PackageError::invalid(
+                    doc.path,
+                    format!("problem type `{name}` is not supported"),
+                ));
+            }
+            other => {
+                return Err(PackageError::invalid(
+                    doc.path,
+                    format!("unknown problem type {other:?}"),
+                ));
+            }
+        }
+    }
+    if pass_fail && scoring {
+        return Err(PackageError::invalid(
+            doc.path,
+            "`type` names both pass-fail and scoring",
+        ));
+    }
+    let kind = if scoring {
+        ProblemKind::Scoring
+    } else {
+        ProblemKind::PassFail
+    };
+    Ok((kind, interactive))
+}
+
+/// Legacy `validation: default | custom [interactive] [score]`.
+fn legacy_validation(doc: &Doc<'_>, text: &str) -> Result<(Validation, bool), PackageError> {
+    let mut words = text.split_whitespace();
+    let validation = match words.next() {
+        Some("default") | None => Validation::Default,
+        Some("custom") => Validation::Custom,
+        Some(other) => {
+            return Err(PackageError::invalid(
+                doc.path,
+                format!("`validation`: unknown mode {other:?} (default or custom)"),
+            ));
+        }
+    };
+    let mut interactive = false;
+    for param in words {
+        match (validation, param) {
+            (Validation::Custom, "interactive") => interactive = true,
+            // The validator writes score.txt; nothing else changes for the judge.
+            (Validation::Custom, "score") => {}
+            _ => {
+                return Err(PackageError::invalid(
+                    doc.path,
+                    format!("`validation`: unsupported parameter {param:?} in {text:?}"),
+                ));
+            }
+        }
+    }
+    Ok((validation, interactive))
+}
+
+/// `name`: a string, or a map of language → name (`en`, else the first).
+fn name(doc: &Doc<'_>) -> Result<Option<String>, PackageError> {
+    match doc.get("name") {
+        None => Ok(None),
+        Some(Value::Mapping(names)) => {
+            let en = names.get("en").and_then(scalar_string);
+            let first = names.values().find_map(scalar_string);
+            Ok(en.or(first))
+        }
+        Some(v) => scalar_string(v)
+            .map(Some)
+            .ok_or_else(|| doc.error("name", "a string or a map of languages to names")),
+    }
+}
+
+fn limits(doc: &Doc<'_>) -> Result<ProblemLimits, PackageError> {
+    let mut limits = ProblemLimits::default();
+    let Some(map) = doc.mapping("limits")? else {
+        return Ok(limits);
+    };
+    let sub = Doc {
+        path: doc.path,
+        map,
+    };
+    let mib = |key: &str| -> Result<Option<u64>, PackageError> {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        Ok(sub.positive(key)?.map(|v| v.ceil() as u64))
+    };
+    limits.time_limit = sub.positive("time_limit")?;
+    if let Some(memory) = mib("memory")? {
+        limits.memory_mib = memory;
+    }
+    if let Some(output) = mib("output")? {
+        limits.output_mib = output;
+    }
+    limits.compilation_time = sub.positive("compilation_time")?;
+    limits.compilation_memory_mib = mib("compilation_memory")?;
+    limits.validation_time = sub.positive("validation_time")?;
+    limits.validation_memory_mib = mib("validation_memory")?;
+    Ok(limits)
+}
+
+fn grading(doc: &Doc<'_>) -> Result<ProblemGrading, PackageError> {
+    let Some(map) = doc.mapping("grading")? else {
+        return Ok(ProblemGrading::default());
+    };
+    let sub = Doc {
+        path: doc.path,
+        map,
+    };
+    let on_reject = match sub.string("on_reject")?.as_deref() {
+        Some("first_error") => Some("break"),
+        Some("grade") => Some("continue"),
+        _ => None,
+    };
+    Ok(ProblemGrading {
+        accept_score: sub.number("accept_score")?,
+        reject_score: sub.number("reject_score")?,
+        range: sub.string("range")?,
+        on_reject,
+    })
+}

@@ -1,0 +1,234 @@
+//! The `data/` tree → `TestGroup`s, in problemtools' order: each directory's
+//! listing sorted by name, subgroups and test cases interleaved. A test case is a
+//! `NAME.ans` with its `NAME.in`; a `NAME.in` without its answer is an error.
+//! `*.interaction`, `*.yaml`, images and `*.files/` beside the tests are not tests.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde_yaml_ng::Mapping;
+
+use super::config::ProblemGrading;
+use super::grading::{GradingInput, grading, inherit, unknown_keys};
+use super::yaml::load_mapping;
+use crate::package::error::PackageError;
+use crate::package::problem::{DefaultValidatorFlags, ProblemKind, TestCase, TestGroup, TestItem};
+
+/// Deeper than any real package nests its groups.
+const MAX_DEPTH: usize = 32;
+/// Directories of `data/` that hold validator tests, not tests of submissions.
+const VALIDATION_DIRS: &[&str] = &["invalid_input", "invalid_output", "valid_output", "bad"];
+
+pub(super) struct Walker<'a> {
+    /// The canonical package root; nothing a test reads may lie outside it.
+    pub root: &'a Path,
+    pub kind: ProblemKind,
+    pub problem_grading: &'a ProblemGrading,
+    /// The default validator's flags, to check each group's flags against; `None`
+    /// with a custom validator (whose flags are its own business).
+    pub default_flags: Option<&'a DefaultValidatorFlags>,
+    pub warnings: Vec<String>,
+    /// Canonical directories being walked (a symlinked group must not loop).
+    visiting: HashSet<PathBuf>,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(
+        root: &'a Path,
+        kind: ProblemKind,
+        problem_grading: &'a ProblemGrading,
+        default_flags: Option<&'a DefaultValidatorFlags>,
+    ) -> Self {
+        Walker {
+            root,
+            kind,
+            problem_grading,
+            default_flags,
+            warnings: Vec::new(),
+            visiting: HashSet::new(),
+        }
+    }
+
+    /// Walks `data/`.
+    pub fn data(&mut self) -> Result<TestGroup, PackageError> {
+        let dir = self.root.join("data");
+        if !dir.is_dir() {
+            return Err(PackageError::invalid(&dir, "no data/ directory"));
+        }
+        self.group(&dir, String::new(), &Mapping::new(), 0)
+    }
+
+    fn group(
+        &mut self,
+        dir: &Path,
+        name: String,
+        parent: &Mapping,
+        depth: usize,
+    ) -> Result<TestGroup, PackageError> {
+        let canonical = self.inside(dir)?;
+        if depth > MAX_DEPTH || !self.visiting.insert(canonical.clone()) {
+            return Err(PackageError::invalid(
+                dir,
+                "test groups nest too deep or loop",
+            ));
+        }
+        let (config_path, own) = group_config(dir)?;
+        self.warnings.extend(unknown_keys(&config_path, &own));
+        let effective = inherit(parent, &own);
+        let grading = grading(
+            &GradingInput {
+                path: &config_path,
+                effective: &effective,
+                is_root: name.is_empty(),
+                kind: self.kind,
+                problem: self.problem_grading,
+            },
+            &mut self.warnings,
+        )?;
+        if let Some(flags) = self.default_flags {
+            flags
+                .with_args(&grading.output_validator_flags)
+                .map_err(|e| PackageError::invalid(&config_path, e.to_string()))?;
+        }
+        let mut items = Vec::new();
+        for entry in sorted_entries(dir)? {
+            if let Some(item) = self.item(dir, &name, &entry, &effective, depth)? {
+                items.push(item);
+            }
+        }
+        self.visiting.remove(&canonical);
+        Ok(TestGroup {
+            name,
+            path: dir.to_path_buf(),
+            grading,
+            items,
+        })
+    }
+
+    fn item(
+        &mut self,
+        dir: &Path,
+        group: &str,
+        entry: &OsString,
+        effective: &Mapping,
+        depth: usize,
+    ) -> Result<Option<TestItem>, PackageError> {
+        let path = dir.join(entry);
+        let text = entry.to_string_lossy();
+        let meta = fs::metadata(&path)
+            .map_err(|e| PackageError::invalid(&path, format!("cannot read: {e}")))?;
+        let at_root = group.is_empty();
+        if meta.is_dir() {
+            if text.ends_with(".files") {
+                return Ok(None);
+            }
+            if at_root && text != "sample" && text != "secret" {
+                if !VALIDATION_DIRS.contains(&text.as_ref()) {
+                    self.warnings.push(format!(
+                        "{}: not a test group (only data/sample and data/secret are judged)",
+                        path.display()
+                    ));
+                }
+                return Ok(None);
+            }
+            let name = join_name(group, &text);
+            let sub = self.group(&path, name, effective, depth + 1)?;
+            return Ok(Some(TestItem::Group(sub)));
+        }
+        let Some(stem) = text
+            .strip_suffix(".ans")
+            .or_else(|| text.strip_suffix(".in"))
+        else {
+            return Ok(None);
+        };
+        let input = dir.join(format!("{stem}.in"));
+        let answer = dir.join(format!("{stem}.ans"));
+        if at_root {
+            self.warnings.push(format!(
+                "{}: test files directly in data/ are not judged",
+                path.display()
+            ));
+            return Ok(None);
+        }
+        if text.ends_with(".in") {
+            return if answer.exists() {
+                Ok(None) // listed at its `.ans`, as problemtools does
+            } else {
+                Err(PackageError::invalid(
+                    &path,
+                    format!("no answer file {stem}.ans for this input"),
+                ))
+            };
+        }
+        if !input.is_file() {
+            self.warnings.push(format!(
+                "{}: answer file without {stem}.in, not a test",
+                path.display()
+            ));
+            return Ok(None);
+        }
+        if dir.join(format!("{stem}.yaml")).exists() {
+            self.warnings.push(format!(
+                "{}: per-test-case settings are not supported, ignored",
+                dir.join(format!("{stem}.yaml")).display()
+            ));
+        }
+        Ok(Some(TestItem::Case(TestCase {
+            name: join_name(group, stem),
+            input: self.inside(&input)?,
+            answer: self.inside(&answer)?,
+        })))
+    }
+
+    /// `path` with every link resolved, which must lie inside the package.
+    fn inside(&self, path: &Path) -> Result<PathBuf, PackageError> {
+        let resolved = fs::canonicalize(path)
+            .map_err(|e| PackageError::invalid(path, format!("cannot resolve: {e}")))?;
+        if !resolved.starts_with(self.root) {
+            return Err(PackageError::invalid(
+                path,
+                format!("links outside the package (to {})", resolved.display()),
+            ));
+        }
+        Ok(resolved)
+    }
+}
+
+fn join_name(group: &str, name: &str) -> String {
+    if group.is_empty() {
+        name.to_string()
+    } else {
+        format!("{group}/{name}")
+    }
+}
+
+/// The group's own settings: `testdata.yaml`, or 2023-07's `test_group.yaml`.
+fn group_config(dir: &Path) -> Result<(PathBuf, Mapping), PackageError> {
+    for file in ["testdata.yaml", "test_group.yaml"] {
+        let path = dir.join(file);
+        if let Some(map) = load_mapping(&path)? {
+            return Ok((path, map));
+        }
+    }
+    Ok((dir.to_path_buf(), Mapping::new()))
+}
+
+/// The directory's entries sorted bytewise (Python's `sorted(os.listdir())` on
+/// UTF-8 names); hidden names are skipped.
+fn sorted_entries(dir: &Path) -> Result<Vec<OsString>, PackageError> {
+    let read =
+        fs::read_dir(dir).map_err(|e| PackageError::invalid(dir, format!("cannot list: {e}")))?;
+    let mut names = Vec::new();
+    for entry in read {
+        let entry = entry.map_err(|e| PackageError::invalid(dir, format!("cannot list: {e}")))?;
+        let name = entry.file_name();
+        if !name.as_bytes().starts_with(b".") {
+            names.push(name);
+        }
+    }
+    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    Ok(names)
+}
