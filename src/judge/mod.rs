@@ -16,6 +16,7 @@ mod error;
 pub mod grading;
 mod interactive;
 pub mod language;
+mod links;
 mod validator;
 mod verdict;
 
@@ -213,6 +214,8 @@ impl Judge {
                 why: "not in the language table".to_string(),
             })?;
         let toolchain = self.toolchain(&submission.language)?;
+        let resolved = links::resolve_stubs(problem);
+        let problem = &resolved;
         let total = problem.cases().len();
         if total == 0 {
             return Err(JudgeError::package("the package has no test cases"));
