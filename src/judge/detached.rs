@@ -52,41 +52,28 @@ fn failed(what: &str, message: String) -> JudgeError {
 }
 
 impl Detached<'_> {
-    /// Runs `run` through `judge-runner sandbox --report`, answering its report
-    /// and when the child process ended.
-    pub fn run(
-        &self,
-        what: &str,
-        run: BoxRun<'_>,
-    ) -> Result<(sandbox::Report, Instant), JudgeError> {
-        let report_path: PathBuf = run.box_dir.with_extension("report.json");
+    /// The `judge-runner sandbox` command line of `run`, reporting to `report`.
+    fn command(&self, run: BoxRun<'_>, report: &Path) -> Command {
         let mut cmd = Command::new(self.exe);
+        let limits = run.limits;
         cmd.arg("sandbox")
-            .arg("--time")
-            .arg(run.limits.time.to_string())
-            .arg("--wall-time")
-            .arg(run.limits.wall.to_string())
-            .arg("--memory")
-            .arg(run.limits.memory_bytes.to_string())
-            .arg("--processes")
-            .arg(run.limits.processes.to_string())
-            .arg("--output")
-            .arg(run.limits.output_bytes.to_string())
-            .arg("--open-files")
-            .arg("256")
+            .args(["--time", &limits.time.to_string()])
+            .args(["--wall-time", &limits.wall.to_string()])
+            .args(["--memory", &limits.memory_bytes.to_string()])
+            .args(["--processes", &limits.processes.to_string()])
+            .args(["--output", &limits.output_bytes.to_string()])
+            .args(["--open-files", "256"])
             .arg("--box")
             .arg(run.box_dir)
-            .arg("--box-id")
-            .arg(self.box_id.to_string())
-            .arg("--cgroup-parent")
-            .arg(self.cgroup_parent)
+            .args(["--box-id", &self.box_id.to_string()])
+            .args(["--cgroup-parent", self.cgroup_parent])
             .arg("--report")
-            .arg(&report_path)
+            .arg(report)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         if let Some(cpu) = self.cpu {
-            cmd.arg("--cpu").arg(cpu.to_string());
+            cmd.args(["--cpu", &cpu.to_string()]);
         }
         for bind in &run.binds {
             let rw = if bind.writable { ":rw" } else { "" };
@@ -103,6 +90,18 @@ impl Detached<'_> {
         stream_arg(&mut cmd, "--stdout", run.stdout, "/dev/stdout", false);
         stream_arg(&mut cmd, "--stderr", run.stderr, "/dev/null", false);
         cmd.arg("--").args(&run.argv);
+        cmd
+    }
+
+    /// Runs `run` through `judge-runner sandbox --report`, answering its report
+    /// and when the child process ended.
+    pub fn run(
+        &self,
+        what: &str,
+        run: BoxRun<'_>,
+    ) -> Result<(sandbox::Report, Instant), JudgeError> {
+        let report_path: PathBuf = run.box_dir.with_extension("report.json");
+        let mut cmd = self.command(run, &report_path);
         let mut child = cmd
             .spawn()
             .map_err(|e| failed(what, format!("cannot start {}: {e}", self.exe.display())))?;
