@@ -69,6 +69,11 @@ impl PackageError {
     pub fn code(&self) -> &'static str {
         match self {
             PackageError::ChecksumMismatch { .. } => CHECKSUM_MISMATCH,
+            // Bigger than this Runner may unpack: another attempt cannot help.
+            PackageError::Fetch {
+                failure: FetchFailure::TooLarge { .. },
+                ..
+            } => INVALID,
             PackageError::Fetch { .. } | PackageError::Io { .. } => FETCH_FAILED,
             PackageError::BadSha256 { .. }
             | PackageError::Unsafe { .. }

@@ -114,8 +114,15 @@ async fn attempt_once(
     dest: &Path,
     max_bytes: u64,
 ) -> Result<Downloaded, AttemptError> {
-    let transport =
-        |e: reqwest::Error| AttemptError::Transient(FetchFailure::Transport(describe(&e)));
+    let transport = |e: reqwest::Error| {
+        let failure = FetchFailure::Transport(describe(&e));
+        // A malformed URL fails the same way every time.
+        if e.is_builder() {
+            AttemptError::Final(failure)
+        } else {
+            AttemptError::Transient(failure)
+        }
+    };
     let mut response = client.get(url).send().await.map_err(transport)?;
     let status = response.status();
     if !status.is_success() {

@@ -20,7 +20,7 @@ use super::error::PackageError;
 use super::fetch::{Downloaded, download};
 use super::hash::is_sha256_hex;
 use super::parse::find_problem_root;
-use super::unpack::{UnpackLimits, unpack_into};
+use super::unpack::{UnpackLimits, UnpackSummary, unpack_into};
 use store::{Lock, Store, remove_quietly};
 
 pub use super::fetch::FetchPolicy;
@@ -80,11 +80,26 @@ impl Cache {
         Cache::open_with(root, size_budget, limits, FetchPolicy::default())
     }
 
+    /// Like `open`, with a download policy (attempts, backoff, timeouts).
     pub fn open_with(
         root: &Path,
         size_budget: u64,
         limits: UnpackLimits,
         policy: FetchPolicy,
+    ) -> Result<Cache, PackageError> {
+        let client = policy.client()?;
+        Cache::open_with_client(root, size_budget, limits, policy, client)
+    }
+
+    /// Like `open_with`, downloading through `client`: a Runner passes the client
+    /// that carries its key (`GET /api/packages/{sha256}` needs it). The client's
+    /// own timeouts then apply instead of the policy's.
+    pub fn open_with_client(
+        root: &Path,
+        size_budget: u64,
+        limits: UnpackLimits,
+        policy: FetchPolicy,
+        client: reqwest::Client,
     ) -> Result<Cache, PackageError> {
         let store = Store::open(root)?;
         store.clean_up()?;
@@ -93,7 +108,7 @@ impl Cache {
                 store,
                 budget: size_budget,
                 limits,
-                client: policy.client()?,
+                client,
                 policy,
                 flights: Mutex::new(HashMap::new()),
             }),
@@ -182,13 +197,13 @@ impl Cache {
                     let inner = Arc::clone(&self.inner);
                     let (url, sha) = (url.to_string(), sha.to_string());
                     let task = tokio::spawn(async move {
-                        let result = inner.install(&url, &sha).await;
-                        inner
-                            .flights
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .remove(&sha);
-                        result
+                        // Removed however the installation ends (even by a panic),
+                        // so a later `get` starts afresh.
+                        let _landed = Landed {
+                            inner: Arc::clone(&inner),
+                            sha: sha.clone(),
+                        };
+                        inner.install(&url, &sha).await
                     });
                     task.map(|joined| joined.unwrap_or_else(|e| Err(join_error(e))))
                         .boxed()
@@ -197,6 +212,22 @@ impl Cache {
                 .clone()
         };
         flight.await
+    }
+}
+
+/// Forgets a flight when its task ends.
+struct Landed {
+    inner: Arc<Inner>,
+    sha: String,
+}
+
+impl Drop for Landed {
+    fn drop(&mut self) {
+        self.inner
+            .flights
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.sha);
     }
 }
 
@@ -242,8 +273,8 @@ impl Inner {
         .await
     }
 
-    /// Checks the digest, unpacks into `tmp/`, flushes, renames into place, marks
-    /// the entry complete.
+    /// Checks the digest, then stages, marks, flushes and renames the entry into
+    /// place (`stage_and_rename`); a failed staging tree is removed.
     fn finish_install(
         &self,
         url: &str,
@@ -260,25 +291,11 @@ impl Inner {
         }
         let staging = self.store.temp_path(sha, "unpack");
         std::fs::create_dir(&staging).map_err(|e| PackageError::io("create", &staging, e))?;
-        let unpacked = unpack_into(archive, &staging, &self.limits).and_then(|summary| {
-            // Data first, then the rename and the marker: after a power loss an
-            // entry is either marked complete with its data on disk, or cleaned up.
-            File::open(&staging)
-                .and_then(|dir| nix::unistd::syncfs(&dir).map_err(std::io::Error::from))
-                .map_err(|e| PackageError::io("flush", &staging, e))?;
-            let dest = self.store.entry_dir(sha);
-            std::fs::rename(&staging, &dest)
-                .map_err(|e| PackageError::io("rename into place", &dest, e))?;
-            Ok(summary)
-        });
-        let summary = match unpacked {
-            Ok(summary) => summary,
-            Err(err) => {
-                remove_quietly(&staging);
-                return Err(err);
-            }
-        };
-        self.store.write_marker(sha, summary.bytes)?;
+        let installed = self.stage_and_rename(archive, &staging, sha);
+        if installed.is_err() {
+            remove_quietly(&staging);
+        }
+        let summary = installed?;
         tracing::info!(
             %sha,
             downloaded = downloaded.bytes,
@@ -287,6 +304,26 @@ impl Inner {
             "package cached"
         );
         Ok(())
+    }
+
+    /// Unpacks into `staging`, marks it complete, flushes everything to disk, then
+    /// renames it into place: the entry appears complete, durably, or not at all.
+    fn stage_and_rename(
+        &self,
+        archive: &Path,
+        staging: &Path,
+        sha: &str,
+    ) -> Result<UnpackSummary, PackageError> {
+        let summary = unpack_into(archive, staging, &self.limits)?;
+        self.store.write_marker(staging, summary.bytes)?;
+        File::open(staging)
+            .and_then(|dir| nix::unistd::syncfs(&dir).map_err(std::io::Error::from))
+            .map_err(|e| PackageError::io("flush", staging, e))?;
+        let dest = self.store.entry_dir(sha);
+        std::fs::rename(staging, &dest)
+            .map_err(|e| PackageError::io("rename into place", &dest, e))?;
+        self.store.sync_root()?;
+        Ok(summary)
     }
 
     /// Evicts least recently used entries until the cache fits its budget, never
@@ -306,7 +343,7 @@ impl Inner {
             if Some(entry.sha256.as_str()) == keep {
                 continue;
             }
-            let Some(_lock) = self
+            let Some(lock) = self
                 .store
                 .try_lock_exclusive(&format!("{}.lock", entry.sha256))?
             else {
@@ -315,8 +352,9 @@ impl Inner {
             if !self.store.is_complete(&entry.sha256) {
                 continue;
             }
+            let dir = self.store.entry_dir(&entry.sha256);
             self.store
-                .discard(&entry.sha256, &self.store.entry_dir(&entry.sha256))?;
+                .discard_in_background(&entry.sha256, &dir, lock)?;
             total = total.saturating_sub(entry.bytes);
             tracing::info!(sha = %entry.sha256, bytes = entry.bytes, "evicted package");
         }

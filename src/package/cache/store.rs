@@ -2,8 +2,9 @@
 //! process that opens the same root, so all coordination goes through files:
 //!
 //! ```text
-//! ROOT/<sha256>/                    an entry: the unpacked package; complete iff
-//! ROOT/<sha256>/.judge-runner-complete   this marker exists (written last)
+//! ROOT/<sha256>/                    an entry: the unpacked package, with
+//! ROOT/<sha256>/.judge-runner-complete   its marker, written into the staged tree
+//!                                   before the one rename that makes it visible
 //! ROOT/tmp/<sha256>.<kind>.<pid>.<n> downloads, staging trees, evicted entries
 //! ROOT/locks/<sha256>.lock          flock: shared = entry in use (a pin),
 //!                                   exclusive = being installed or evicted
@@ -15,8 +16,11 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use crate::package::error::PackageError;
@@ -27,9 +31,11 @@ pub(super) const MARKER: &str = ".judge-runner-complete";
 /// A lock file held open: dropping it releases the flock.
 pub(super) struct Lock(pub File);
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Store {
     pub root: PathBuf,
+    /// Deletions still running in the background; joined when the store goes.
+    discards: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// A complete entry as eviction sees it.
@@ -49,6 +55,7 @@ impl Store {
         }
         Ok(Store {
             root: root.to_path_buf(),
+            discards: Mutex::new(Vec::new()),
         })
     }
 
@@ -104,17 +111,26 @@ impl Store {
         Ok(file.try_lock_shared().is_ok().then_some(Lock(file)))
     }
 
-    /// Marks an entry complete: the marker records its size, its mtime the last use.
-    pub fn write_marker(&self, sha: &str, bytes: u64) -> Result<(), PackageError> {
-        let path = self.marker(sha);
-        let mut file = File::create(&path).map_err(|e| PackageError::io("create", &path, e))?;
-        writeln!(file, "{{\"bytes\": {bytes}}}")
-            .and_then(|()| file.sync_all())
-            .map_err(|e| PackageError::io("write", &path, e))?;
-        let dir = self.entry_dir(sha);
-        File::open(&dir)
+    /// Marks a staged tree complete: the marker records its size, its mtime the
+    /// last use. A file of that name the archive brought is replaced, never
+    /// followed (`O_NOFOLLOW` + `O_EXCL`).
+    pub fn write_marker(&self, tree: &Path, bytes: u64) -> Result<(), PackageError> {
+        let path = tree.join(MARKER);
+        remove_any(&path).map_err(|e| PackageError::io("replace", &path, e))?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| PackageError::io("create", &path, e))?;
+        writeln!(file, "{{\"bytes\": {bytes}}}").map_err(|e| PackageError::io("write", &path, e))
+    }
+
+    /// Makes the renames in the cache root durable.
+    pub fn sync_root(&self) -> Result<(), PackageError> {
+        File::open(&self.root)
             .and_then(|d| d.sync_all())
-            .map_err(|e| PackageError::io("sync", &dir, e))
+            .map_err(|e| PackageError::io("sync", &self.root, e))
     }
 
     /// Records a use of the entry (its marker's mtime), for LRU eviction.
@@ -151,6 +167,35 @@ impl Store {
             });
         }
         out
+    }
+
+    /// Moves `path` into `tmp/` (one rename: it disappears at once) and deletes it
+    /// on a thread of its own, holding `lock` until it is gone: deleting a tree of
+    /// many files can take seconds, and nobody should wait for it.
+    pub fn discard_in_background(
+        &self,
+        sha: &str,
+        path: &Path,
+        lock: Lock,
+    ) -> Result<(), PackageError> {
+        let grave = self.temp_path(sha, "discard");
+        fs::rename(path, &grave).map_err(|e| PackageError::io("move away", path, e))?;
+        let spawned = std::thread::Builder::new()
+            .name("cache-discard".into())
+            .spawn(move || {
+                remove_quietly(&grave);
+                drop(lock);
+            });
+        match spawned {
+            Ok(handle) => {
+                let mut discards = self.discards.lock().unwrap_or_else(PoisonError::into_inner);
+                discards.retain(|h| !h.is_finished());
+                discards.push(handle);
+            }
+            // Without a thread the tree stays in tmp/ until the next start-up cleanup.
+            Err(err) => tracing::warn!(%err, "cannot start a thread to delete an evicted entry"),
+        }
+        Ok(())
     }
 
     /// Moves `path` into `tmp/` (one rename: it disappears at once) and deletes it.
@@ -201,6 +246,21 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for Store {
+    /// A short-lived process (`package fetch`) finishes its deletions before it
+    /// exits, rather than leaving half-deleted trees to the next start-up.
+    fn drop(&mut self) {
+        let discards = std::mem::take(
+            self.discards
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for handle in discards {
+            let _ = handle.join();
+        }
     }
 }
 

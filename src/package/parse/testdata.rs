@@ -120,40 +120,49 @@ impl<'a> Walker<'a> {
         let text = entry.to_string_lossy();
         let meta = fs::metadata(&path)
             .map_err(|e| PackageError::invalid(&path, format!("cannot read: {e}")))?;
-        let at_root = group.is_empty();
-        if meta.is_dir() {
-            if text.ends_with(".files") {
-                return Ok(None);
-            }
-            if at_root && text != "sample" && text != "secret" {
-                if !VALIDATION_DIRS.contains(&text.as_ref()) {
-                    self.warnings.push(format!(
-                        "{}: not a test group (only data/sample and data/secret are judged)",
-                        path.display()
-                    ));
-                }
-                return Ok(None);
-            }
-            let name = join_name(group, &text);
-            let sub = self.group(&path, name, effective, depth + 1)?;
-            return Ok(Some(TestItem::Group(sub)));
+        if !meta.is_dir() {
+            return self.case(dir, group, &text);
         }
-        let Some(stem) = text
+        if text.ends_with(".files") {
+            return Ok(None);
+        }
+        if group.is_empty() && text != "sample" && text != "secret" {
+            if !VALIDATION_DIRS.contains(&text.as_ref()) {
+                self.warnings.push(format!(
+                    "{}: not a test group (only data/sample and data/secret are judged)",
+                    path.display()
+                ));
+            }
+            return Ok(None);
+        }
+        let sub = self.group(&path, join_name(group, &text), effective, depth + 1)?;
+        Ok(Some(TestItem::Group(sub)))
+    }
+
+    /// The test case a file of the group's listing stands for, if any.
+    fn case(
+        &mut self,
+        dir: &Path,
+        group: &str,
+        file: &str,
+    ) -> Result<Option<TestItem>, PackageError> {
+        let Some(stem) = file
             .strip_suffix(".ans")
-            .or_else(|| text.strip_suffix(".in"))
+            .or_else(|| file.strip_suffix(".in"))
         else {
             return Ok(None);
         };
+        let path = dir.join(file);
         let input = dir.join(format!("{stem}.in"));
         let answer = dir.join(format!("{stem}.ans"));
-        if at_root {
+        if group.is_empty() {
             self.warnings.push(format!(
                 "{}: test files directly in data/ are not judged",
                 path.display()
             ));
             return Ok(None);
         }
-        if text.ends_with(".in") {
+        if file.ends_with(".in") {
             return if answer.exists() {
                 Ok(None) // listed at its `.ans`, as problemtools does
             } else {
@@ -170,10 +179,11 @@ impl<'a> Walker<'a> {
             ));
             return Ok(None);
         }
-        if dir.join(format!("{stem}.yaml")).exists() {
+        let settings = dir.join(format!("{stem}.yaml"));
+        if settings.exists() {
             self.warnings.push(format!(
                 "{}: per-test-case settings are not supported, ignored",
-                dir.join(format!("{stem}.yaml")).display()
+                settings.display()
             ));
         }
         Ok(Some(TestItem::Case(TestCase {

@@ -1,0 +1,467 @@
+//! Parsing real and hand-made packages: the shared problems (type, test count,
+//! groups, grading), oddecho as upstream ships it (with symlinks), both format
+//! versions, and broken packages failing with an error that names the file.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
+
+mod package_common;
+
+use std::path::Path;
+
+use judge_runner::package::{
+    self, FormatVersion, OnReject, OutputValidator, PackageError, ProblemKind, ScoreAggregation,
+    UnpackLimits, VerdictAggregation,
+};
+use package_common::{copy_tree, problem_dir, tar_gz_of_dir, write_file};
+
+fn case_names(problem: &package::Problem) -> Vec<String> {
+    problem.cases().iter().map(|c| c.name.clone()).collect()
+}
+
+fn group_names(problem: &package::Problem) -> Vec<String> {
+    problem.groups().iter().map(|g| g.name.clone()).collect()
+}
+
+#[test]
+fn hello_is_legacy_pass_fail_with_one_secret_test() {
+    let problem = package::parse(&problem_dir("hello")).unwrap();
+    assert_eq!(problem.name, "Hello World!");
+    assert_eq!(problem.format, FormatVersion::Legacy);
+    assert_eq!(problem.kind, ProblemKind::PassFail);
+    assert!(!problem.interactive);
+    assert_eq!(problem.limits.memory_mib, 512);
+    assert_eq!(problem.limits.time_limit, None);
+    assert_eq!(problem.time_limit(Some(2.0)), 2.0);
+    assert_eq!(problem.time_limit(None), 1.0);
+    assert!(
+        matches!(problem.validator, OutputValidator::Default(ref f) if *f == Default::default())
+    );
+    assert_eq!(case_names(&problem), ["secret/hello"]);
+    assert_eq!(group_names(&problem), ["", "secret"]);
+    let case = &problem.cases()[0];
+    assert_eq!(
+        std::fs::read_to_string(&case.answer).unwrap().trim(),
+        "Hello World!"
+    );
+    assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
+}
+
+fn assert_oddecho(problem: &package::Problem) {
+    assert_eq!(problem.name, "Odd Echo");
+    assert_eq!(problem.format, FormatVersion::V2023_07);
+    assert_eq!(problem.kind, ProblemKind::Scoring);
+    assert!(!problem.interactive);
+    assert_eq!(problem.limits.memory_mib, 1024);
+    assert_eq!(
+        group_names(problem),
+        ["", "sample", "secret", "secret/subtask1", "secret/subtask2"]
+    );
+    let names = case_names(problem);
+    assert_eq!(names.len(), 18);
+    assert_eq!(names[..2], ["sample/1", "sample/2"]);
+    assert_eq!(
+        names[2..5],
+        [
+            "secret/subtask1/1",
+            "secret/subtask1/2",
+            "secret/subtask1/3"
+        ]
+    );
+    // problemtools' order: the listing sorted by name, "01" < "09" < "1" < "10" < "2".
+    let subtask2: Vec<&str> = names[5..]
+        .iter()
+        .map(|n| &n["secret/subtask2/".len()..])
+        .collect();
+    assert_eq!(
+        subtask2,
+        [
+            "01", "02", "03", "04", "05", "06", "07", "08", "09", "1", "10", "2", "3"
+        ]
+    );
+
+    let root = &problem.data.grading;
+    assert!(root.ignore_sample);
+    assert_eq!(root.on_reject, OnReject::Continue);
+    assert_eq!(root.range, (0.0, 100.0));
+    let sample = problem.data.subgroup("sample").unwrap();
+    assert_eq!(sample.grading.accept_score, 0.0);
+    assert_eq!(sample.grading.range, (0.0, 0.0));
+    assert_eq!(
+        sample.grading.verdict_aggregation,
+        VerdictAggregation::FirstError
+    );
+    let secret = problem.data.subgroup("secret").unwrap();
+    assert!(secret.grading.accept_if_any_accepted);
+    assert!(!secret.grading.ignore_sample);
+    assert_eq!(
+        secret.grading.verdict_aggregation,
+        VerdictAggregation::FirstError
+    );
+    for name in ["subtask1", "subtask2"] {
+        let group = secret.subgroup(name).unwrap();
+        assert_eq!(group.grading.accept_score, 50.0);
+        assert_eq!(group.grading.range, (0.0, 50.0));
+        assert_eq!(group.grading.score_aggregation, ScoreAggregation::Min);
+        assert_eq!(group.grading.on_reject, OnReject::Break);
+        // grader_flags is replaced whole: `min` alone leaves the default verdict rule.
+        assert_eq!(
+            group.grading.verdict_aggregation,
+            VerdictAggregation::WorstError
+        );
+        assert!(!group.grading.accept_if_any_accepted);
+    }
+    assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
+}
+
+#[test]
+fn oddecho_is_scoring_with_two_subtasks() {
+    let problem = package::parse(&problem_dir("oddecho")).unwrap();
+    assert_oddecho(&problem);
+}
+
+/// Upstream, subtask2's tests 1-3 are symlinks into subtask1: rebuild that.
+fn oddecho_with_symlinks(dir: &Path) {
+    copy_tree(&problem_dir("oddecho"), dir);
+    let sub2 = dir.join("data/secret/subtask2");
+    for n in 1..=3 {
+        for ext in ["in", "ans"] {
+            let link = sub2.join(format!("{n}.{ext}"));
+            std::fs::remove_file(&link).unwrap();
+            std::os::unix::fs::symlink(format!("../subtask1/{n}.{ext}"), &link).unwrap();
+        }
+    }
+}
+
+#[test]
+fn oddecho_tarball_with_real_symlinks_loads() {
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("oddecho");
+    oddecho_with_symlinks(&tree);
+    for prefix in ["", "./", "oddecho/"] {
+        let archive = work.path().join(format!("p{}.tar.gz", prefix.len()));
+        std::fs::write(&archive, tar_gz_of_dir(&tree, prefix)).unwrap();
+        let loaded = package::load(&archive, &UnpackLimits::default()).unwrap();
+        let problem = &loaded.problem;
+        assert_oddecho(problem);
+        let linked = problem
+            .cases()
+            .into_iter()
+            .find(|c| c.name == "secret/subtask2/1")
+            .unwrap()
+            .clone();
+        let target = problem
+            .cases()
+            .into_iter()
+            .find(|c| c.name == "secret/subtask1/1")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            linked.input, target.input,
+            "symlink resolved inside the package"
+        );
+        assert_eq!(linked.answer, target.answer);
+        assert!(
+            linked
+                .input
+                .starts_with(loaded.unpacked_dir().unwrap().canonicalize().unwrap())
+        );
+    }
+}
+
+#[test]
+fn loaded_archive_is_removed_when_dropped() {
+    let work = tempfile::tempdir().unwrap();
+    let archive = work.path().join("hello.tar.gz");
+    std::fs::write(&archive, tar_gz_of_dir(&problem_dir("hello"), "hello/")).unwrap();
+    let loaded = package::load(&archive, &UnpackLimits::default()).unwrap();
+    let dir = loaded.unpacked_dir().unwrap().to_path_buf();
+    assert!(dir.join("hello/problem.yaml").is_file());
+    drop(loaded);
+    assert!(!dir.exists());
+}
+
+/// A minimal package in `dir` with one secret test, plus `extra` files.
+fn package_with(dir: &Path, problem_yaml: &str, extra: &[(&str, &str)]) {
+    write_file(&dir.join("problem.yaml"), problem_yaml.as_bytes());
+    write_file(&dir.join("data/secret/01.in"), b"1\n");
+    write_file(&dir.join("data/secret/01.ans"), b"1\n");
+    for (path, content) in extra {
+        write_file(&dir.join(path), content.as_bytes());
+    }
+}
+
+fn parse_with(
+    problem_yaml: &str,
+    extra: &[(&str, &str)],
+) -> Result<package::Problem, PackageError> {
+    let dir = tempfile::tempdir().unwrap();
+    package_with(dir.path(), problem_yaml, extra);
+    package::parse(dir.path())
+}
+
+fn invalid_naming(err: PackageError, file: &str) -> String {
+    assert_eq!(err.code(), "package.invalid", "{err}");
+    assert!(!err.retryable());
+    let text = err.to_string();
+    assert!(text.contains(file), "error {text:?} should name {file}");
+    text
+}
+
+#[test]
+fn missing_answer_names_the_input() {
+    let err = parse_with("name: x\n", &[("data/secret/02.in", "2\n")]).unwrap_err();
+    invalid_naming(err, "data/secret/02.in");
+}
+
+#[test]
+fn unreadable_yaml_names_the_file() {
+    let err = parse_with("name: [unclosed\n", &[]).unwrap_err();
+    invalid_naming(err, "problem.yaml");
+    let err = parse_with("name: x\n", &[("data/secret/testdata.yaml", "range: [a\n")]).unwrap_err();
+    invalid_naming(err, "data/secret/testdata.yaml");
+    let err = parse_with("limits: {memory: lots}\n", &[]).unwrap_err();
+    assert!(invalid_naming(err, "problem.yaml").contains("memory"));
+}
+
+#[test]
+fn legacy_custom_interactive_uses_output_validators() {
+    let p = parse_with(
+        "validation: custom interactive\nvalidator_flags: --strict 'two words'\n",
+        &[("output_validators/validate/validate.cpp", "int main(){}")],
+    )
+    .unwrap();
+    assert!(p.interactive);
+    assert_eq!(p.kind, ProblemKind::PassFail);
+    let OutputValidator::Custom(v) = &p.validator else {
+        panic!("custom expected")
+    };
+    assert_eq!(v.name, "validate");
+    assert!(v.path.ends_with("output_validators/validate"));
+    assert_eq!(v.args, ["--strict", "two words"]);
+    assert_eq!(p.validator_args(&p.data), ["--strict", "two words"]);
+}
+
+#[test]
+fn legacy_single_file_validator_and_custom_score() {
+    let p = parse_with(
+        "type: scoring\nvalidation: custom score\n",
+        &[("output_validators/check.py", "print()")],
+    )
+    .unwrap();
+    assert_eq!(p.kind, ProblemKind::Scoring);
+    let OutputValidator::Custom(v) = &p.validator else {
+        panic!("custom expected")
+    };
+    assert_eq!(v.name, "check");
+    assert!(v.path.ends_with("output_validators/check.py"));
+}
+
+#[test]
+fn modern_type_list_and_singular_validator_dir() {
+    let p = parse_with(
+        "problem_format_version: 2023-07-draft\ntype: [scoring, interactive]\n\
+         name: {sv: Eko, de: Echo}\nlimits: {time_limit: 2.5, memory: 256, output: 16}\n",
+        &[
+            ("output_validator/validator.cpp", "int main(){}"),
+            (".timelimit", "9\n"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(p.format, FormatVersion::V2023_07);
+    assert_eq!(p.kind, ProblemKind::Scoring);
+    assert!(p.interactive);
+    assert_eq!(p.name, "Eko", "no `en`: the first name");
+    assert_eq!(
+        p.limits.time_limit,
+        Some(2.5),
+        "limits.time_limit beats .timelimit"
+    );
+    assert_eq!((p.limits.memory_mib, p.limits.output_mib), (256, 16));
+    let OutputValidator::Custom(v) = &p.validator else {
+        panic!("custom expected")
+    };
+    assert!(v.path.ends_with("output_validator"));
+}
+
+#[test]
+fn dot_timelimit_is_used_when_yaml_names_none() {
+    let p = parse_with("name: t\n", &[(".timelimit", "3.5\n")]).unwrap();
+    assert_eq!(p.limits.time_limit, Some(3.5));
+    assert_eq!(p.time_limit(Some(1.0)), 3.5);
+    let err = parse_with("name: t\n", &[(".timelimit", "soon\n")]).unwrap_err();
+    invalid_naming(err, ".timelimit");
+}
+
+#[test]
+fn interactive_without_validator_is_refused() {
+    let err = parse_with(
+        "problem_format_version: 2023-07-draft\ntype: interactive\n",
+        &[],
+    )
+    .unwrap_err();
+    invalid_naming(err, "problem.yaml");
+    let err = parse_with("validation: custom\n", &[]).unwrap_err();
+    invalid_naming(err, "problem.yaml");
+}
+
+#[test]
+fn unsupported_types_and_versions_are_refused() {
+    for yaml in [
+        "problem_format_version: 2023-07-draft\ntype: multi-pass\n",
+        "type: [pass-fail, scoring]\n",
+        "type: puzzle\n",
+        "problem_format_version: 1999-01\n",
+        "validation: fancy\n",
+    ] {
+        let err = parse_with(yaml, &[]).unwrap_err();
+        invalid_naming(err, "problem.yaml");
+    }
+}
+
+#[test]
+fn default_validator_flags_problem_and_group() {
+    let p = parse_with(
+        "validator_flags: float_tolerance 1e-6 case_sensitive\n",
+        &[(
+            "data/secret/testdata.yaml",
+            "output_validator_flags: space_change_sensitive\n",
+        )],
+    )
+    .unwrap();
+    let OutputValidator::Default(flags) = &p.validator else {
+        panic!("default expected")
+    };
+    assert!(flags.case_sensitive && !flags.space_change_sensitive);
+    assert_eq!(flags.float_relative_tolerance, Some(1e-6));
+    assert_eq!(flags.float_absolute_tolerance, Some(1e-6));
+    let secret = p.data.subgroup("secret").unwrap();
+    let group_flags = p.default_validator_flags(secret).unwrap().unwrap();
+    assert!(group_flags.case_sensitive && group_flags.space_change_sensitive);
+
+    let err = parse_with("validator_flags: float_tolerance\n", &[]).unwrap_err();
+    invalid_naming(err, "problem.yaml");
+    let err = parse_with(
+        "name: x\n",
+        &[(
+            "data/secret/testdata.yaml",
+            "output_validator_flags: shiny\n",
+        )],
+    )
+    .unwrap_err();
+    invalid_naming(err, "data/secret/testdata.yaml");
+}
+
+#[test]
+fn interaction_files_and_stray_answers_are_not_tests() {
+    let p = parse_with(
+        "name: x\n",
+        &[
+            ("data/sample/1.interaction", "< 1\n> 1\n"),
+            ("data/sample/2.in", "2\n"),
+            ("data/sample/2.ans", "2\n"),
+            ("data/sample/3.ans", "3\n"),
+            ("data/secret/01.png", "not an image"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(case_names(&p), ["sample/2", "secret/01"]);
+    assert!(
+        p.warnings.iter().any(|w| w.contains("3.ans")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn samples_only_package_is_judged_on_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(&dir.path().join("data/sample/a.in"), b"x");
+    write_file(&dir.path().join("data/sample/a.ans"), b"x");
+    let p = package::parse(dir.path()).unwrap();
+    assert_eq!(case_names(&p), ["sample/a"]);
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(empty.path().join("data/secret")).unwrap();
+    invalid_naming(package::parse(empty.path()).unwrap_err(), "data");
+}
+
+#[test]
+fn nested_groups_inherit_and_sort_with_cases() {
+    let p = parse_with(
+        "type: scoring\n",
+        &[
+            (
+                "data/secret/testdata.yaml",
+                "on_reject: continue\naccept_score: 5\n",
+            ),
+            ("data/secret/g2/1.in", ""),
+            ("data/secret/g2/1.ans", ""),
+            ("data/secret/g1/testdata.yaml", "grader_flags: max\n"),
+            ("data/secret/g1/x.in", ""),
+            ("data/secret/g1/x.ans", ""),
+            ("data/secret/00.in", ""),
+            ("data/secret/00.ans", ""),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        case_names(&p),
+        ["secret/00", "secret/01", "secret/g1/x", "secret/g2/1"]
+    );
+    let g1 = p.data.subgroup("secret").unwrap().subgroup("g1").unwrap();
+    assert_eq!(g1.grading.on_reject, OnReject::Continue);
+    assert_eq!(g1.grading.accept_score, 5.0);
+    assert_eq!(g1.grading.score_aggregation, ScoreAggregation::Max);
+}
+
+#[test]
+fn example_submissions_keep_their_verdict_folder() {
+    let p = parse_with(
+        "name: x\n",
+        &[
+            ("submissions/accepted/sol.py", "print(1)"),
+            ("submissions/wrong_answer/multi/a.c", ""),
+            ("submissions/wrong_answer/multi/b.h", ""),
+            ("submissions/submissions.yaml", ""),
+        ],
+    )
+    .unwrap();
+    let subs: Vec<(String, String, usize)> = p
+        .submissions
+        .iter()
+        .map(|s| (s.expected.clone(), s.name.clone(), s.files.len()))
+        .collect();
+    assert_eq!(
+        subs,
+        [
+            ("accepted".to_string(), "sol.py".to_string(), 1),
+            ("wrong_answer".to_string(), "multi".to_string(), 2)
+        ]
+    );
+}
+
+#[test]
+fn directory_package_linking_outside_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    package_with(dir.path(), "name: x\n", &[]);
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("data/secret/02.in")).unwrap();
+    write_file(&dir.path().join("data/secret/02.ans"), b"");
+    let err = package::parse(dir.path()).unwrap_err();
+    invalid_naming(err, "02.in");
+}
+
+#[test]
+fn name_falls_back_to_the_statement() {
+    let p = parse_with(
+        "license: cc0\n",
+        &[(
+            "problem_statement/problem.en.tex",
+            "\\problemname{Fancy {\\em} Name}\nText",
+        )],
+    )
+    .unwrap();
+    assert_eq!(p.name, "Fancy {\\em} Name");
+}
