@@ -197,7 +197,7 @@ pub struct JudgeArgs {
     /// Write the compiler output
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
-    /// Language table (TOML) replacing the built-in one
+    /// Language table (YAML, the format of the built-in one) replacing the built-in one
     #[arg(long = "languages", value_name = "FILE")]
     pub language_config: Option<PathBuf>,
     /// First box id to use (the judge may use a few consecutive ones: interactive, validators)

@@ -1,9 +1,162 @@
-//! `judge-runner judge`.
+//! `judge-runner judge`: evaluate one submission locally (contract §3).
 
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Instant;
+
+use serde::Serialize;
 
 use crate::cli::JudgeArgs;
+use crate::judge::{Judge, JudgeConfig, LanguageTable, Options, Outcome, SourceFile, Submission};
+use crate::package::{self, LoadedPackage, UnpackLimits};
 
-pub fn run(_args: JudgeArgs) -> ExitCode {
-    super::not_yet_implemented("judge")
+use super::{EXIT_FAILURE, EXIT_USAGE};
+
+/// The report, exactly the contract's fields.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    verdict: &'a str,
+    score: f64,
+    max_score: f64,
+    extra: Option<()>,
+    props: Option<()>,
+    runner_version: &'a str,
+}
+
+fn usage(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("judge-runner judge: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn failure(reason: &str, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("judge-runner judge: {reason}: {message}");
+    ExitCode::from(EXIT_FAILURE)
+}
+
+pub fn run(args: JudgeArgs) -> ExitCode {
+    let languages = match &args.language_config {
+        Some(path) => LanguageTable::from_file(path),
+        None => LanguageTable::builtin(),
+    };
+    let languages = match languages {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    let language = match &args.language {
+        Some(id) if languages.get(id).is_some() => id.clone(),
+        Some(id) => {
+            let known: Vec<&str> = languages.ids().collect();
+            return usage(format!(
+                "unknown language {id:?} (configured: {})",
+                known.join(", ")
+            ));
+        }
+        None => {
+            let first = args.sources[0]
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match languages.detect(&first) {
+                Some(l) => l.id.clone(),
+                None => {
+                    return usage(format!(
+                        "cannot tell the language of {first:?}: pass --language"
+                    ));
+                }
+            }
+        }
+    };
+    let submission = match read_sources(&args.sources, language) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let problem = match load_problem(&args) {
+        Ok(p) => p,
+        Err(e) => return failure(crate::judge::reason::PACKAGE_INVALID, e),
+    };
+    let mut config = JudgeConfig::new(languages, args.box_id);
+    config.cpu = args.cpu;
+    config.cgroup_parent = args.cgroup_parent.clone();
+    let judge = Judge::new(config);
+    let options = Options {
+        time_limit: args.time_limit.map(|t| t.0),
+        ..Options::default()
+    };
+    let started = Instant::now();
+    let mut progress =
+        |p: crate::judge::Progress| eprintln!("{}", p.last.progress_line(p.done, p.total));
+    let outcome = match judge.judge(&problem.problem, &submission, &options, &mut progress) {
+        Ok(o) => o,
+        Err(e) => return failure(e.reason(), e),
+    };
+    eprintln!(
+        "{}: score {} of {}, {} tests in {:.2} s",
+        outcome.verdict,
+        outcome.score,
+        outcome.max_score,
+        outcome.details.len(),
+        started.elapsed().as_secs_f64()
+    );
+    match write_outputs(&args, &outcome) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failure("output", e),
+    }
+}
+
+fn read_sources(paths: &[std::path::PathBuf], language: String) -> Result<Submission, String> {
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        let content =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| format!("{} is not a file", path.display()))?;
+        files.push(SourceFile { name, content });
+    }
+    Ok(Submission { language, files })
+}
+
+fn load_problem(args: &JudgeArgs) -> Result<LoadedPackage, String> {
+    let limits = UnpackLimits {
+        max_entries: args.unpack.max_entries,
+        max_unpacked: args.unpack.max_unpacked.bytes(),
+    };
+    let loaded = package::load(&args.problem, &limits).map_err(|e| e.to_string())?;
+    for warning in &loaded.problem.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(loaded)
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn write_outputs(args: &JudgeArgs, outcome: &Outcome) -> Result<(), String> {
+    if let Some(path) = &args.log {
+        write_file(path, outcome.compile_log.as_bytes())?;
+    }
+    if let Some(path) = &args.details {
+        let json = serde_json::to_vec_pretty(&outcome.details).map_err(|e| e.to_string())?;
+        write_file(path, &json)?;
+    }
+    if let Some(target) = &args.report {
+        let report = Report {
+            verdict: outcome.verdict.as_str(),
+            score: outcome.score,
+            max_score: outcome.max_score,
+            extra: None,
+            props: None,
+            runner_version: crate::version::RUNNER_VERSION,
+        };
+        let mut json = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+        json.push('\n');
+        if target == "-" {
+            print!("{json}");
+        } else {
+            write_file(Path::new(target), json.as_bytes())?;
+        }
+    }
+    Ok(())
 }

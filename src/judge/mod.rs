@@ -1,2 +1,276 @@
 //! Judging one submission: languages, compile, run tests, validate, score.
-//! Talks to the sandbox only through `sandbox`'s public API; uses `package` types.
+//! Talks to the sandbox only through `sandbox`'s public API (in `boxed.rs`);
+//! uses `package` types. Never imports `protocol`, `runner` or `server`.
+//!
+//! Blocking code: a daemon calls [`Judge::judge`] on `spawn_blocking`; an
+//! interactive test runs its two sandboxes on two threads.
+
+mod boxed;
+mod cases;
+mod compile;
+pub mod default_validator;
+mod detached;
+pub mod details;
+mod engine;
+mod error;
+pub mod grading;
+mod interactive;
+pub mod language;
+mod links;
+mod validator;
+mod verdict;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::package::{Problem, ProblemKind};
+
+pub use details::{TestDetail, TestTiming};
+pub use error::{JudgeError, reason};
+pub use language::{Language, LanguageConfigError, LanguageTable, Toolchain};
+pub use validator::ValidatorCache;
+pub use verdict::Verdict;
+
+/// A submission: its language id and its files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submission {
+    pub language: String,
+    pub files: Vec<SourceFile>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceFile {
+    /// A plain file name (no directories).
+    pub name: String,
+    pub content: Vec<u8>,
+}
+
+/// Set from any thread to stop a judging in progress: the running sandbox is
+/// killed within one supervision tick and `judge` returns [`JudgeError::Cancelled`].
+#[derive(Debug, Clone, Default)]
+pub struct CancelHandle(crate::sandbox::Cancel);
+
+impl CancelHandle {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+    pub(crate) fn sandbox_cancel(&self) -> crate::sandbox::Cancel {
+        self.0.clone()
+    }
+}
+
+/// How to judge this one submission.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Time limit when the package names none (`--time-limit`, a claim's
+    /// `time_limit`); 1 s when this is `None` too.
+    pub time_limit: Option<f64>,
+    pub cancel: CancelHandle,
+    /// Run every test even after the verdict is settled (trials want every
+    /// test's timings). The verdict and score do not change.
+    pub run_all: bool,
+}
+
+/// Reported after each test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub last: TestDetail,
+}
+
+/// What judging reached: always a verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub score: f64,
+    pub max_score: f64,
+    /// The details document (contract §3), one entry per test run.
+    pub details: Vec<TestDetail>,
+    /// The compiler's output (empty when it printed nothing or there was no compile step).
+    pub compile_log: String,
+}
+
+impl Outcome {
+    /// Per-test timings (for Trials).
+    pub fn timings(&self) -> Vec<TestTiming> {
+        self.details.iter().map(TestTiming::from).collect()
+    }
+}
+
+/// Where a judge runs its sandboxes: one per daemon slot.
+#[derive(Debug, Clone)]
+pub struct JudgeConfig {
+    pub languages: LanguageTable,
+    /// Box id of the submission's runs (uid 60000+N, its own cgroup).
+    pub box_id: u32,
+    /// Box id of a validator running beside the submission (interactive
+    /// problems); must not be used by any other slot.
+    pub validator_box_id: u32,
+    /// Pin runs to this CPU.
+    pub cpu: Option<u32>,
+    /// Parent cgroup the judge owns.
+    pub cgroup_parent: String,
+    /// Where work directories go (compiled programs, boxes); temp dir by default.
+    pub work_root: Option<PathBuf>,
+    /// Compiled custom validators, shared by every slot of a daemon.
+    pub validators: Arc<ValidatorCache>,
+    /// The `judge-runner` binary: an interactive validator runs through its
+    /// `sandbox` subcommand in a child process (see `detached.rs`). Defaults to
+    /// this process's executable when that is `judge-runner`; `None` runs it on a
+    /// thread of this process.
+    pub sandbox_exe: Option<PathBuf>,
+}
+
+/// Box ids from this offset up are validators' (`validator_box_id` default).
+pub const VALIDATOR_BOX_OFFSET: u32 = 500;
+
+impl JudgeConfig {
+    /// The built-in languages, box `box_id`, the default cgroup parent.
+    pub fn new(languages: LanguageTable, box_id: u32) -> Self {
+        JudgeConfig {
+            languages,
+            box_id,
+            validator_box_id: box_id + VALIDATOR_BOX_OFFSET,
+            cpu: None,
+            cgroup_parent: "judge-runner".to_string(),
+            work_root: None,
+            validators: Arc::new(ValidatorCache::default()),
+            sandbox_exe: std::env::current_exe()
+                .ok()
+                .filter(|exe| exe.file_name().is_some_and(|n| n == "judge-runner")),
+        }
+    }
+}
+
+/// A reusable judge: the language table with its probed toolchains, and the
+/// sandbox slot it runs in.
+#[derive(Debug)]
+pub struct Judge {
+    config: JudgeConfig,
+    toolchains: Mutex<HashMap<String, Result<Toolchain, String>>>,
+}
+
+impl Judge {
+    pub fn new(config: JudgeConfig) -> Self {
+        Judge {
+            config,
+            toolchains: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &JudgeConfig {
+        &self.config
+    }
+
+    /// The toolchain of a configured language, probed once (on first use).
+    pub fn toolchain(&self, language: &str) -> Result<Toolchain, JudgeError> {
+        let unavailable = |why: String| JudgeError::LanguageUnavailable {
+            language: language.to_string(),
+            why,
+        };
+        let lang = self
+            .config
+            .languages
+            .get(language)
+            .ok_or_else(|| unavailable("not in the language table".to_string()))?;
+        let mut cache = self.toolchains.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = cache
+            .entry(language.to_string())
+            .or_insert_with(|| language::probe(lang));
+        entry.clone().map_err(unavailable)
+    }
+
+    /// Configured languages whose toolchain is on this host, with their versions.
+    pub fn available_languages(&self) -> Vec<(String, Toolchain)> {
+        let ids: Vec<String> = self.config.languages.ids().map(str::to_string).collect();
+        ids.into_iter()
+            .filter_map(|id| self.toolchain(&id).ok().map(|t| (id, t)))
+            .collect()
+    }
+
+    /// Judges a submission. `Ok` always carries a verdict; `Err` means the
+    /// infrastructure failed and there is none.
+    pub fn judge(
+        &self,
+        problem: &Problem,
+        submission: &Submission,
+        options: &Options,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Outcome, JudgeError> {
+        let language = self
+            .config
+            .languages
+            .get(&submission.language)
+            .ok_or_else(|| JudgeError::LanguageUnavailable {
+                language: submission.language.clone(),
+                why: "not in the language table".to_string(),
+            })?;
+        let toolchain = self.toolchain(&submission.language)?;
+        let resolved = links::resolve_stubs(problem);
+        let problem = &resolved;
+        let total = problem.cases().len();
+        if total == 0 {
+            return Err(JudgeError::package("the package has no test cases"));
+        }
+        let work = boxed::WorkDir::new(self.config.work_root.as_deref())?;
+        let slot = boxed::Slot::new(&self.config, &options.cancel);
+        let max_score = match problem.kind {
+            ProblemKind::PassFail => 1.0,
+            ProblemKind::Scoring => grading::max_score(&problem.data),
+        };
+        let validator =
+            self.config
+                .validators
+                .prepare(problem, &self.config.languages, &slot, |id| {
+                    self.toolchain(id)
+                })?;
+        let compiled = compile::compile(&slot, &work, language, &toolchain, submission, problem)?;
+        let program = match compiled {
+            compile::Compiled::Program(program) => program,
+            compile::Compiled::Failed { log } => {
+                return Ok(Outcome {
+                    verdict: Verdict::CompilationError,
+                    score: 0.0,
+                    max_score,
+                    details: Vec::new(),
+                    compile_log: log,
+                });
+            }
+        };
+        let mut runner = cases::SandboxCases::new(
+            &slot,
+            &work,
+            problem,
+            options,
+            &program,
+            validator.as_deref(),
+        );
+        let mode = engine::WalkMode {
+            pass_fail: problem.kind == ProblemKind::PassFail,
+            run_all: options.run_all,
+        };
+        let walked = engine::Walk::new(&mut runner, mode, total, progress).run(&problem.data)?;
+        let (verdict, score) = match problem.kind {
+            ProblemKind::PassFail => {
+                let verdict = walked.first_failure.unwrap_or(Verdict::Accepted);
+                (verdict, if verdict.is_accepted() { 1.0 } else { 0.0 })
+            }
+            ProblemKind::Scoring => (walked.root.verdict, walked.root.score),
+        };
+        Ok(Outcome {
+            verdict,
+            score,
+            max_score,
+            details: walked.details,
+            compile_log: program.log.clone(),
+        })
+    }
+}

@@ -48,6 +48,7 @@ pub(crate) enum Step {
     Seccomp,
     Exec,
     Reap,
+    JoinRoot,
 }
 
 impl Step {
@@ -77,6 +78,7 @@ impl Step {
             Seccomp,
             Exec,
             Reap,
+            JoinRoot,
         ]
         .into_iter()
         .find(|s| *s as u32 == v)
@@ -107,6 +109,7 @@ impl Step {
             Step::Seccomp => "install the seccomp filter",
             Step::Exec => "execute the program",
             Step::Reap => "wait for the program",
+            Step::JoinRoot => "join the slot's prepared root",
         }
     }
 }
@@ -127,11 +130,24 @@ pub(crate) enum Net {
     Host,
 }
 
+/// How init gets its root.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Root {
+    /// Build it all on a fresh tmpfs, then pivot_root (clone with CLONE_NEWNS).
+    Fresh,
+    /// Join the slot's prepared root (a kept mount namespace), take a private copy
+    /// of it, add the per-run mounts.
+    Prepared(RawFd),
+}
+
 /// Everything the child needs, built by the supervisor before clone.
 pub(crate) struct ChildSpec<'a> {
+    pub root: Root,
     pub mounts: &'a MountPlan,
     pub net: Net,
     pub procs_fds: Vec<RawFd>,
+    /// v2: the run's cgroup directory, to fork the program straight into it.
+    pub cgroup_dir: Option<RawFd>,
     /// Descriptors for 0, 1, 2 (None = keep the inherited one).
     pub stdio: [Option<RawFd>; 3],
     pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
@@ -178,16 +194,18 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Step::DeathSignal,
         sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong),
     );
-    try_step(spec, Step::MakePrivate, mount::make_private());
-    if let Err((index, e)) = spec.mounts.enter() {
-        fail(
-            spec,
-            Step::Mount,
-            e,
-            u32::try_from(index).unwrap_or(u32::MAX),
-        );
+    match spec.root {
+        Root::Fresh => {
+            try_step(spec, Step::MakePrivate, mount::make_private());
+            enter_mounts(spec);
+            try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
+        }
+        Root::Prepared(fd) => {
+            try_step(spec, Step::JoinRoot, sys::c_setns(fd, libc::CLONE_NEWNS));
+            try_step(spec, Step::JoinRoot, sys::c_unshare(libc::CLONE_NEWNS));
+            enter_mounts(spec);
+        }
     }
-    try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
     match spec.net {
         Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
         Net::Join(fd) => try_step(
@@ -198,9 +216,9 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Net::Host => {}
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
-    let program = match sys::c_fork() {
-        Ok(0) => program_main(spec),
-        Ok(pid) => pid,
+    let program = match fork_program(spec) {
+        Ok((0, joined)) => program_main(spec, joined),
+        Ok((pid, _)) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
@@ -211,12 +229,53 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
     reap_until(spec, program)
 }
 
+fn enter_mounts(spec: &ChildSpec<'_>) {
+    if let Err((index, e)) = spec.mounts.enter() {
+        fail(
+            spec,
+            Step::Mount,
+            e,
+            u32::try_from(index).unwrap_or(u32::MAX),
+        );
+    }
+}
+
+/// The process that builds a slot's prepared root: make the tree private, build
+/// the root, pivot into it, say so on `ready_fd` (one byte, or a failure record),
+/// then wait until `hold_fd` reaches EOF while the supervisor opens our mount
+/// namespace. Child-safe like everything here.
+pub(crate) fn template_main(mounts: &MountPlan, ready_fd: RawFd, hold_fd: RawFd) -> isize {
+    let failed = |step: Step, e: i32, aux: u32| -> isize {
+        report(ready_fd, REC_FAILED, step as u32, e.unsigned_abs(), aux);
+        1
+    };
+    if let Err(e) = sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
+        return failed(Step::DeathSignal, e, 0);
+    }
+    if let Err(e) = mount::make_private() {
+        return failed(Step::MakePrivate, e, 0);
+    }
+    if let Err((index, e)) = mounts.enter() {
+        return failed(Step::Mount, e, u32::try_from(index).unwrap_or(u32::MAX));
+    }
+    if let Err(e) = mount::pivot_keep_writable(mounts.root()) {
+        return failed(Step::PivotRoot, e, 0);
+    }
+    let _ = sys::c_write_all(ready_fd, b"R");
+    let mut byte = [0u8; 1];
+    let _ = sys::c_read(hold_fd, &mut byte);
+    0
+}
+
 /// Reap every child until the program itself ends, then report and exit; the
 /// kernel then kills whatever else is left in the namespace.
 fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     loop {
         match sys::c_wait_any() {
-            Ok((pid, status)) if pid == program => {
+            // Only an ending counts: a stop (a ptraced child) is not one.
+            Ok((pid, status))
+                if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
+            {
                 report(spec.report_fd, REC_EXITED, 0, status.cast_unsigned(), 0);
                 sys::c_exit(0)
             }
@@ -226,10 +285,25 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     }
 }
 
+/// Fork the program: straight into the run's cgroup where the kernel can (v2),
+/// else plainly (it then joins by itself). Returns (pid, already joined).
+fn fork_program(spec: &ChildSpec<'_>) -> CResult<(libc::pid_t, bool)> {
+    if let Some(dir) = spec.cgroup_dir {
+        match sys::c_fork_into_cgroup(dir) {
+            Ok(pid) => return Ok((pid, true)),
+            Err(libc::ENOSYS | libc::EINVAL | libc::E2BIG) => {} // kernel < 5.7
+            Err(e) => return Err(e),
+        }
+    }
+    sys::c_fork().map(|pid| (pid, false))
+}
+
 /// The program's process: join the cgroup, become the box user, exec.
-fn program_main(spec: &ChildSpec<'_>) -> ! {
-    for fd in &spec.procs_fds {
-        try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
+    if !joined {
+        for fd in &spec.procs_fds {
+            try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+        }
     }
     // A cgroup namespace rooted at the run's cgroup; absent on old kernels.
     match sys::c_unshare(libc::CLONE_NEWCGROUP) {

@@ -8,6 +8,7 @@
 //! namespace, so concurrent runs never see each other's and the host sees nothing.
 
 use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -80,6 +81,14 @@ pub(crate) enum Op {
         target: CString,
         flags: libc::c_ulong,
     },
+    /// Attach a detached mount (from `open_tree`) at `target` (a dir, or an empty
+    /// file created first), then apply `flags` with a bind remount.
+    Attach {
+        tree: RawFd,
+        target: CString,
+        file: bool,
+        flags: libc::c_ulong,
+    },
 }
 
 /// Every operation of the run's root, with a description per step for errors.
@@ -88,6 +97,8 @@ pub(crate) struct MountPlan {
     root: CString,
     ops: Vec<Op>,
     names: Vec<String>,
+    /// Detached clones of host mounts (`open_tree`) that `Op::Attach` uses.
+    trees: Vec<OwnedFd>,
 }
 
 /// The host directory every run mounts its fresh root tmpfs over.
@@ -114,8 +125,77 @@ pub(crate) struct RootSpec<'a> {
 }
 
 impl MountPlan {
-    /// Supervisor side: decide every mount (stat'ing the host as needed).
+    /// Supervisor side, fresh-root path: every mount of the run, built by the
+    /// child on a tmpfs over the staging dir, then `pivot()`.
     pub(crate) fn build(spec: &RootSpec<'_>) -> Result<Self, SandboxError> {
+        let mut plan = Self::base(spec)?;
+        let staging = staging_dir();
+        plan.bind(spec.box_dir, &staging.join("box"), "/box", NOSUID_NODEV)?;
+        let tmp = format!("size={},mode=1777", spec.tmp_bytes.max(4096));
+        plan.tmpfs(&staging.join("tmp"), "/tmp", &tmp, NOSUID_NODEV)?;
+        plan.push(
+            "mount proc on /proc".to_string(),
+            Op::Proc {
+                target: cstr(&staging.join("proc"))?,
+            },
+        );
+        for b in spec.binds {
+            plan.extra_bind(&staging, b)?;
+        }
+        Ok(plan)
+    }
+
+    /// A slot's prepared root: everything that does not change between its runs
+    /// (system dirs, /etc, /dev, the mount points), built once in a mount
+    /// namespace the slot keeps.
+    pub(crate) fn template(spec: &RootSpec<'_>) -> Result<Self, SandboxError> {
+        Self::base(spec)
+    }
+
+    /// Supervisor side, slot path: the per-run mounts on top of the slot's
+    /// prepared root, in the run's private copy of it. The box dir and extra binds
+    /// are cloned here (`open_tree`) while the host's tree is still reachable and
+    /// attached by the child (`move_mount`); `/tmp` and `/proc` are fresh; then
+    /// the root is made read-only.
+    pub(crate) fn per_run(spec: &RootSpec<'_>) -> Result<Self, SandboxError> {
+        let mut plan = MountPlan {
+            root: CString::from(c"/"),
+            ops: Vec::new(),
+            names: Vec::new(),
+            trees: Vec::new(),
+        };
+        let root = Path::new("/");
+        plan.attach(spec.box_dir, Path::new("/box"), NOSUID_NODEV)?;
+        let tmp = format!("size={},mode=1777", spec.tmp_bytes.max(4096));
+        plan.tmpfs(Path::new("/tmp"), "/tmp", &tmp, NOSUID_NODEV)?;
+        plan.push(
+            "mount proc on /proc".to_string(),
+            Op::Proc {
+                target: CString::from(c"/proc"),
+            },
+        );
+        for b in spec.binds {
+            let source = checked_bind(b)?;
+            plan.mkdir_parents(root, &b.inside)?;
+            let flags = if b.writable {
+                NOSUID_NODEV
+            } else {
+                RO | NOSUID_NODEV
+            };
+            plan.attach(&source, &b.inside, flags)?;
+        }
+        plan.push(
+            "make / read-only".to_string(),
+            Op::Remount {
+                target: CString::from(c"/"),
+                flags: RO | NOSUID_NODEV,
+            },
+        );
+        Ok(plan)
+    }
+
+    /// What every root has: the tmpfs, system dirs, /etc, /dev, mount points.
+    fn base(spec: &RootSpec<'_>) -> Result<Self, SandboxError> {
         let staging = staging_dir();
         match std::fs::create_dir_all(&staging) {
             Ok(()) => {}
@@ -125,6 +205,7 @@ impl MountPlan {
             root: cstr(&staging)?,
             ops: Vec::new(),
             names: Vec::new(),
+            trees: Vec::new(),
         };
         plan.tmpfs(
             &staging,
@@ -136,23 +217,50 @@ impl MountPlan {
             plan.system_dir(&staging, Path::new(dir))?;
         }
         plan.etc(&staging, spec)?;
-        plan.mkdir(&staging, "/box")?;
-        plan.bind(spec.box_dir, &staging.join("box"), "/box", NOSUID_NODEV)?;
-        plan.mkdir(&staging, "/tmp")?;
-        let tmp = format!("size={},mode=1777", spec.tmp_bytes.max(4096));
-        plan.tmpfs(&staging.join("tmp"), "/tmp", &tmp, NOSUID_NODEV)?;
         plan.dev(&staging)?;
-        plan.mkdir(&staging, "/proc")?;
-        plan.push(
-            "mount proc on /proc".to_string(),
-            Op::Proc {
-                target: cstr(&staging.join("proc"))?,
-            },
-        );
-        for b in spec.binds {
-            plan.extra_bind(&staging, b)?;
+        for dir in ["/box", "/tmp", "/proc"] {
+            plan.mkdir(&staging, dir)?;
         }
         Ok(plan)
+    }
+
+    /// Clone `source` (supervisor) for the child to attach at `target`.
+    fn attach(
+        &mut self,
+        source: &Path,
+        target: &Path,
+        flags: libc::c_ulong,
+    ) -> Result<(), SandboxError> {
+        let file = !std::fs::metadata(source)
+            .map_err(|e| SandboxError::io("bind source", source, e))?
+            .is_dir();
+        let tree = sys::open_tree_clone(&cstr(source)?)
+            .map_err(|e| SandboxError::io("clone the mount of", source, e))?;
+        self.push(
+            format!("bind {} on {}", source.display(), target.display()),
+            Op::Attach {
+                tree: tree.as_raw_fd(),
+                target: cstr(target)?,
+                file,
+                flags,
+            },
+        );
+        self.trees.push(tree);
+        Ok(())
+    }
+
+    fn mkdir_parents(&mut self, root: &Path, inside: &Path) -> Result<(), SandboxError> {
+        let rel = inside.strip_prefix("/").unwrap_or(inside);
+        let parts: Vec<_> = rel.components().collect();
+        let mut dir = root.to_path_buf();
+        for comp in parts.iter().take(parts.len().saturating_sub(1)) {
+            dir.push(comp);
+            self.push(
+                format!("create {}", dir.display()),
+                Op::Mkdir { path: cstr(&dir)? },
+            );
+        }
+        Ok(())
     }
 
     fn push(&mut self, name: String, op: Op) {
@@ -356,30 +464,9 @@ impl MountPlan {
     }
 
     fn extra_bind(&mut self, staging: &Path, b: &Bind) -> Result<(), SandboxError> {
-        if !b.inside.is_absolute()
-            || b.inside
-                .components()
-                .any(|c| matches!(c, Component::ParentDir))
-        {
-            return Err(SandboxError::invalid(format!(
-                "bind target {} must be an absolute path without '..'",
-                b.inside.display()
-            )));
-        }
-        let source = std::fs::canonicalize(&b.host)
-            .map_err(|e| SandboxError::io("bind source", &b.host, e))?;
+        let source = checked_bind(b)?;
         let rel = b.inside.strip_prefix("/").unwrap_or(&b.inside);
-        let mut ancestor = staging.to_path_buf();
-        let parents: Vec<_> = rel.components().collect();
-        for comp in parents.iter().take(parents.len().saturating_sub(1)) {
-            ancestor.push(comp);
-            self.push(
-                format!("create {}", ancestor.display()),
-                Op::Mkdir {
-                    path: cstr(&ancestor)?,
-                },
-            );
-        }
+        self.mkdir_parents(staging, &b.inside)?;
         let flags = if b.writable {
             NOSUID_NODEV
         } else {
@@ -456,6 +543,26 @@ fn run_op(op: &Op) -> sys::CResult {
             libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             None,
         ),
+        Op::Attach {
+            tree,
+            target,
+            file,
+            flags,
+        } => {
+            if *file {
+                sys::c_write_file_if_missing(target)?;
+            } else {
+                sys::c_mkdir(target, 0o755)?;
+            }
+            sys::c_move_mount(*tree, target)?;
+            sys::c_mount(
+                None,
+                target,
+                None,
+                libc::MS_REMOUNT | libc::MS_BIND | flags,
+                None,
+            )
+        }
         Op::Remount { target, flags } => sys::c_mount(
             None,
             target,
@@ -466,6 +573,21 @@ fn run_op(op: &Op) -> sys::CResult {
     }
 }
 
+/// An extra bind's canonical host source, after checking its inside path.
+fn checked_bind(b: &Bind) -> Result<PathBuf, SandboxError> {
+    if !b.inside.is_absolute()
+        || b.inside
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
+    {
+        return Err(SandboxError::invalid(format!(
+            "bind target {} must be an absolute path without '..'",
+            b.inside.display()
+        )));
+    }
+    std::fs::canonicalize(&b.host).map_err(|e| SandboxError::io("bind source", &b.host, e))
+}
+
 /// Child side: our mounts must not propagate to the host.
 pub(crate) fn make_private() -> sys::CResult {
     sys::c_mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
@@ -473,10 +595,7 @@ pub(crate) fn make_private() -> sys::CResult {
 
 /// Child side: make `root` the root and drop the host's tree from view.
 pub(crate) fn pivot(root: &CStr) -> sys::CResult {
-    sys::c_chdir(root)?;
-    sys::c_pivot_root_here()?;
-    sys::c_umount_detach(c".")?;
-    sys::c_chdir(c"/")?;
+    pivot_keep_writable(root)?;
     sys::c_mount(
         None,
         c"/",
@@ -484,6 +603,15 @@ pub(crate) fn pivot(root: &CStr) -> sys::CResult {
         libc::MS_REMOUNT | libc::MS_BIND | RO | NOSUID_NODEV,
         None,
     )
+}
+
+/// pivot_root into `root` and detach the old tree; `/` stays writable (a slot's
+/// prepared root: each run adds its mount points, then makes its copy read-only).
+pub(crate) fn pivot_keep_writable(root: &CStr) -> sys::CResult {
+    sys::c_chdir(root)?;
+    sys::c_pivot_root_here()?;
+    sys::c_umount_detach(c".")?;
+    sys::c_chdir(c"/")
 }
 
 fn is_mount_point(dir: &Path) -> bool {

@@ -305,6 +305,9 @@ impl Plan {
     pub fn get_box_id(&self) -> u32 {
         self.box_id
     }
+    pub fn get_cpu(&self) -> Option<u32> {
+        self.cpu
+    }
     pub fn get_box_dir(&self) -> Option<&Path> {
         self.box_dir.as_deref()
     }

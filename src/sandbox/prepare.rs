@@ -116,13 +116,15 @@ pub(crate) struct Parts {
 }
 
 impl Prepared {
-    pub(crate) fn new(plan: &Plan) -> Result<Self, SandboxError> {
+    /// `prepared_root`: the run joins a slot's prepared root, so only the per-run
+    /// mounts are planned.
+    pub(crate) fn new(plan: &Plan, prepared_root: bool) -> Result<Self, SandboxError> {
         if plan.program.is_empty() {
             return Err(SandboxError::invalid("no program to run"));
         }
         let filters = seccomp::filters_for(&plan.seccomp)?;
         let box_dir = BoxDir::open(plan)?;
-        match Parts::build(plan, box_dir.path(), filters) {
+        match Parts::build(plan, box_dir.path(), filters, prepared_root) {
             Ok(parts) => Ok(Prepared { box_dir, parts }),
             Err(e) => {
                 let _ = box_dir.finish();
@@ -133,7 +135,12 @@ impl Prepared {
 }
 
 impl Parts {
-    fn build(plan: &Plan, box_path: &Path, filters: Filters) -> Result<Self, SandboxError> {
+    fn build(
+        plan: &Plan,
+        box_path: &Path,
+        filters: Filters,
+        prepared_root: bool,
+    ) -> Result<Self, SandboxError> {
         let stdio = [
             open_stdio(&plan.stdin, "stdin", false)?,
             open_stdio(&plan.stdout, "stdout", true)?,
@@ -146,13 +153,18 @@ impl Parts {
                 _ => None,
             })
             .collect();
-        let mounts = MountPlan::build(&RootSpec {
+        let root = RootSpec {
             box_dir: box_path,
             uid: plan.box_uid(),
             tmp_bytes: plan.limits.tmp_bytes,
             binds: &plan.binds,
             network: plan.network,
-        })?;
+        };
+        let mounts = if prepared_root {
+            MountPlan::per_run(&root)?
+        } else {
+            MountPlan::build(&root)?
+        };
         let env = environment(plan);
         let path_var = env
             .iter()

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cgroup::RunCgroup;
-use super::child::{self, ChildSpec, Net, REC_EXITED, REC_FAILED, RECORD_LEN, Step};
+use super::child::{self, ChildSpec, Net, REC_EXITED, REC_FAILED, RECORD_LEN, Root, Step};
 use super::error::SandboxError;
 use super::plan::Plan;
 use super::prepare::{self, Prepared};
@@ -46,9 +46,10 @@ pub(crate) fn run_in(
     plan: &Plan,
     cgroup: &mut RunCgroup,
     net: Net,
+    root: Root,
 ) -> Result<Report, SandboxError> {
-    let mut prepared = Prepared::new(plan)?;
-    let result = clone_and_watch(plan, &mut prepared, cgroup, net);
+    let mut prepared = Prepared::new(plan, matches!(root, Root::Prepared(_)))?;
+    let result = clone_and_watch(plan, &mut prepared, cgroup, net, root);
     let finished = prepared.box_dir.finish();
     match (result, finished) {
         (Ok(report), Ok(())) => Ok(report),
@@ -66,6 +67,7 @@ fn clone_and_watch(
     prepared: &mut Prepared,
     cgroup: &mut RunCgroup,
     net: Net,
+    root: Root,
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
@@ -73,9 +75,11 @@ fn clone_and_watch(
     let argv = null_terminated(&parts.argv);
     let envp = null_terminated(&parts.envp);
     let spec = ChildSpec {
+        root,
         mounts: &parts.mounts,
         net,
         procs_fds: cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect(),
+        cgroup_dir: cgroup.dir_fd(),
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
         uid: plan.box_uid(),
@@ -86,8 +90,10 @@ fn clone_and_watch(
         envp,
         report_fd: report_w.as_raw_fd(),
     };
-    let mut flags =
-        libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if matches!(root, Root::Fresh) {
+        flags |= libc::CLONE_NEWNS;
+    }
     if matches!(net, Net::Fresh) {
         flags |= libc::CLONE_NEWNET;
     }
@@ -237,7 +243,11 @@ fn finish_report(
         peak_reached_limit: usage.peak_memory >= limits.memory_bytes,
         cpu_over: w.cpu_over || limits.cpu_time.is_some_and(|l| usage.cpu > l),
         wall_over: w.wall_over,
-        output_hit: output_hit(&prepared.parts.output_files, limits.output_bytes),
+        // A file that reached the limit exactly is no hit when the program then
+        // exited 0 (writing exactly the limit is allowed); otherwise it is the
+        // trace of a write refused with EFBIG by a program that ignored SIGXFSZ.
+        output_hit: ending != Ending::Exited(0)
+            && output_hit(&prepared.parts.output_files, limits.output_bytes),
     };
     let status = classify(&observed);
     let (exit_code, signal) = match ending {

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use judge_runner::sandbox::{self, Plan, Report};
+use judge_runner::sandbox::{self, Plan, Report, Slot};
 
 /// One test's sandbox context: its own cgroup parent and box id.
 pub struct Ctx {
@@ -34,6 +34,9 @@ impl Ctx {
             0,
             "sandbox tests run as root"
         );
+        // Detect (on v2: prepare) the hierarchy in this process first, so that a
+        // `judge-runner` child started by a test finds it prepared.
+        sandbox::cgroup_version().unwrap();
         Ctx {
             parent: format!("judge-runner-test-{}-{test}", std::process::id()),
             box_id: NEXT_BOX.fetch_add(1, Ordering::SeqCst),
@@ -52,8 +55,23 @@ impl Ctx {
             .box_dir(self.dir.path())
     }
 
+    /// Run `plan`: tests with an odd box id go through a `Slot` (prepared root,
+    /// kept network namespace), the others through `sandbox::run` (fresh root), so
+    /// the suite covers both paths.
     pub fn run(&self, plan: &Plan) -> Report {
-        sandbox::run(plan).unwrap_or_else(|e| panic!("sandbox failed: {e}"))
+        let result = if self.via_slot() {
+            let mut slot = Slot::new(self.box_id, &self.parent, plan.get_cpu()).unwrap();
+            let r = slot.run(plan);
+            slot.close().unwrap();
+            r
+        } else {
+            sandbox::run(plan)
+        };
+        result.unwrap_or_else(|e| panic!("sandbox failed: {e}"))
+    }
+
+    pub fn via_slot(&self) -> bool {
+        self.box_id % 2 == 1
     }
 
     /// Copy probe `name` into the box as `/box/<name>` and return its inside path.

@@ -98,6 +98,14 @@ impl RunCgroup {
         }
     }
 
+    /// v2: a descriptor of the run's cgroup directory (for CLONE_INTO_CGROUP).
+    pub fn dir_fd(&self) -> Option<std::os::fd::RawFd> {
+        match self {
+            RunCgroup::V1(_) => None,
+            RunCgroup::V2(g) => Some(g.dir_fd()),
+        }
+    }
+
     /// CPU time so far (cheap; called every supervision tick).
     pub fn cpu_time(&mut self) -> io::Result<Duration> {
         match self {

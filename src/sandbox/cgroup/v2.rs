@@ -60,14 +60,24 @@ impl Base {
                 ));
             }
         }
-        if !rel.is_empty() {
-            move_self_into_leaf(&path)?;
-        }
         let controllers = controllers
             .iter()
             .map(|c| format!("+{c}"))
             .collect::<Vec<_>>()
             .join(" ");
+        // A process started by a supervisor inherits its leaf: the base is then the
+        // leaf's parent, already prepared, and nothing needs to move.
+        if let Some(parent) = path.parent().filter(|_| path.ends_with(LEAF))
+            && enabled_in(parent, &["memory", "pids"])
+        {
+            return Ok(Base {
+                path: parent.to_path_buf(),
+                controllers,
+            });
+        }
+        if !rel.is_empty() {
+            move_self_into_leaf(&path)?;
+        }
         enable(&path, &controllers)?;
         Ok(Base { path, controllers })
     }
@@ -101,9 +111,19 @@ fn disable_peak_for_tests() -> bool {
     std::env::var_os("JUDGE_RUNNER_CGROUP_NO_PEAK").is_some_and(|v| v == "1")
 }
 
+/// Name of the leaf the supervisor moves into.
+const LEAF: &str = "supervisor";
+
+fn enabled_in(dir: &Path, controllers: &[&str]) -> bool {
+    let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+    controllers
+        .iter()
+        .all(|c| enabled.split_whitespace().any(|e| e == *c))
+}
+
 /// The no-internal-processes rule: leave `base` for `base/supervisor`.
 fn move_self_into_leaf(base: &Path) -> Result<(), String> {
-    let leaf = base.join("supervisor");
+    let leaf = base.join(LEAF);
     match std::fs::create_dir(&leaf) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -127,6 +147,7 @@ fn enable(dir: &Path, controllers: &str) -> Result<(), String> {
 #[derive(Debug)]
 pub(crate) struct Group {
     dir: PathBuf,
+    dir_fd: OwnedFd,
     procs: Vec<OwnedFd>,
     cpu_stat: File,
     current: Option<File>,
@@ -188,7 +209,15 @@ impl Group {
             )?;
         }
         let has_peak = !disable_peak_for_tests() && dir.join("memory.peak").exists();
+        let dir_fd = std::fs::File::open(&dir)
+            .map(OwnedFd::from)
+            .map_err(|source| SandboxError::Cgroup {
+                step: "open",
+                path: dir.clone(),
+                source,
+            })?;
         Ok(Group {
+            dir_fd,
             procs: vec![open_procs(&dir)?],
             cpu_stat: open_read(&dir.join("cpu.stat"))?,
             current: if has_peak {
@@ -201,6 +230,11 @@ impl Group {
             buf: String::new(),
             dir,
         })
+    }
+
+    pub(crate) fn dir_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.dir_fd.as_raw_fd()
     }
 
     pub(crate) fn procs_fds(&self) -> &[OwnedFd] {

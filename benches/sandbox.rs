@@ -1,0 +1,247 @@
+//! Per-run overhead of the sandbox against a plain fork+exec, and CPU-time accuracy.
+//! `cargo bench --bench sandbox` (as root). Everything is interleaved (A B C A B C
+//! ...) in one run, so the machine's noise hits every variant alike; ratios are the
+//! figures that mean something (see ../shared/BENCHMARKING.md).
+//!
+//! Environment: BENCH_RUNS (default 500), BENCH_LOOP_RUNS (default 20).
+//! Arguments: `--cpu-only`, `--overhead-only`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use judge_runner::sandbox::{self, Plan, Slot, Status};
+
+fn cpu_now() -> Duration {
+    let get = |who| {
+        let u = nix::sys::resource::getrusage(who).unwrap();
+        let d = |t: nix::sys::time::TimeVal| {
+            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+        };
+        d(u.user_time()) + d(u.system_time())
+    };
+    get(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        + get(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+}
+
+/// (wall, cpu) of one call.
+fn measure(f: &mut dyn FnMut()) -> (Duration, Duration) {
+    let (c0, w0) = (cpu_now(), Instant::now());
+    f();
+    (w0.elapsed(), cpu_now().saturating_sub(c0))
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort_unstable();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn stats(xs: &[f64]) -> (f64, f64) {
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0);
+    (mean, var.sqrt() / mean * 100.0)
+}
+
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A named way of running /bin/true once.
+type Variant<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+fn limited(plan: Plan) -> Plan {
+    plan.memory(256 << 20)
+        .processes(16)
+        .cpu_time(Duration::from_secs(2))
+}
+
+fn overhead(parent: &str) {
+    let runs = env_num("BENCH_RUNS", 500);
+    let mut slot = Slot::new(1, parent, None).unwrap();
+    let plan = limited(Plan::new("/bin/true"));
+    let one_shot = limited(Plan::new("/bin/true"))
+        .box_id(2)
+        .cgroup_parent(parent);
+    let mut variants: Vec<Variant> = vec![
+        (
+            "plain fork+exec",
+            Box::new(|| assert!(Command::new("/bin/true").status().unwrap().success())),
+        ),
+        (
+            "sandbox Slot::run",
+            Box::new(|| assert_eq!(slot.run(&plan).unwrap().status, Status::Ok)),
+        ),
+        (
+            "sandbox::run (one-shot)",
+            Box::new(|| assert_eq!(sandbox::run(&one_shot).unwrap().status, Status::Ok)),
+        ),
+    ];
+    for (_, f) in variants.iter_mut() {
+        for _ in 0..20 {
+            f(); // warm-up
+        }
+    }
+    let mut walls = vec![Vec::with_capacity(runs); variants.len()];
+    let mut cpus = vec![Vec::with_capacity(runs); variants.len()];
+    for _ in 0..runs {
+        for (i, (_, f)) in variants.iter_mut().enumerate() {
+            let (w, c) = measure(f.as_mut());
+            walls[i].push(w);
+            cpus[i].push(c);
+        }
+    }
+    let base = pct(&mut walls[0].clone(), 0.5);
+    println!(
+        "per-run cost of /bin/true, {runs} runs each, interleaved (memory 256M, processes 16, time 2 s):"
+    );
+    println!(
+        "{:<26} {:>10} {:>10} {:>12} {:>10}",
+        "variant", "wall p50", "wall p90", "CPU p50", "ratio p50"
+    );
+    for (i, (name, _)) in variants.iter().enumerate() {
+        let (w50, w90) = (pct(&mut walls[i], 0.5), pct(&mut walls[i], 0.9));
+        let c50 = pct(&mut cpus[i], 0.5);
+        println!(
+            "{name:<26} {:>8.3}ms {:>8.3}ms {:>10.3}ms {:>9.2}x",
+            ms(w50),
+            ms(w90),
+            ms(c50),
+            w50.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+    drop(variants);
+    slot.close().unwrap();
+}
+
+/// Back-to-back runs through one slot, as a judge runs a test set: runs per second.
+fn throughput(parent: &str) {
+    let runs = env_num("BENCH_RUNS", 500);
+    let mut slot = Slot::new(4, parent, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = limited(Plan::new("/bin/true")).box_dir(dir.path());
+    let start = Instant::now();
+    for _ in 0..runs {
+        assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
+    }
+    let sandboxed = start.elapsed();
+    let start = Instant::now();
+    for _ in 0..runs {
+        assert!(Command::new("/bin/true").status().unwrap().success());
+    }
+    let plain = start.elapsed();
+    slot.close().unwrap();
+    println!("\nback to back, {runs} runs of /bin/true in one slot (with a box dir):");
+    println!(
+        "sandbox {:.0} runs/s ({:.3} ms/run), plain fork+exec {:.0} runs/s ({:.3} ms/run), ratio {:.2}x",
+        runs as f64 / sandboxed.as_secs_f64(),
+        ms(sandboxed) / runs as f64,
+        runs as f64 / plain.as_secs_f64(),
+        ms(plain) / runs as f64,
+        sandboxed.as_secs_f64() / plain.as_secs_f64()
+    );
+}
+
+fn cpu_accuracy(parent: &str) {
+    let runs = env_num("BENCH_LOOP_RUNS", 20);
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("loop.c");
+    std::fs::write(&src, "int main(int c,char**v){volatile unsigned long x=0;unsigned long n=strtoul(v[1],0,10);for(unsigned long i=0;i<n;i++)x+=i;return 0;}\n#include <stdlib.h>\n").unwrap();
+    let bin = dir.path().join("loop");
+    assert!(
+        Command::new("gcc")
+            .args(["-O1", "-static", "-include", "stdlib.h", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Calibrate the iteration count to about 0.3 s of CPU.
+    let iters_for = |n: u64| {
+        let (_, c) = measure(&mut || {
+            assert!(
+                Command::new(&bin)
+                    .arg(n.to_string())
+                    .status()
+                    .unwrap()
+                    .success()
+            )
+        });
+        c.as_secs_f64()
+    };
+    let probe = 50_000_000u64;
+    let iters = (probe as f64 * 0.3 / iters_for(probe).max(1e-3)) as u64;
+    let mut slot = Slot::new(3, parent, None).unwrap();
+    let plan = Plan::new("/box/loop")
+        .arg(iters.to_string())
+        .box_dir(dir.path());
+    let (mut plain, mut boxed) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        plain.push(iters_for(iters));
+        let r = slot.run(&plan).unwrap();
+        assert_eq!(r.status, Status::Ok);
+        boxed.push(r.cpu_seconds);
+    }
+    slot.close().unwrap();
+    let (pm, pc) = stats(&plain);
+    let (bm, bc) = stats(&boxed);
+    println!("\nCPU time of a fixed ~0.3 s loop, {runs} runs each, interleaved:");
+    println!(
+        "plain (getrusage of the child): mean {:.4} s, CoV {pc:.2} %",
+        pm
+    );
+    println!(
+        "sandbox (cgroup cpu_seconds):   mean {:.4} s, CoV {bc:.2} %",
+        bm
+    );
+    println!(
+        "ratio sandbox/plain: {:.4} ({:+.2} %)",
+        bm / pm,
+        (bm / pm - 1.0) * 100.0
+    );
+}
+
+fn main() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("the sandbox benchmark needs root");
+        std::process::exit(1);
+    }
+    let parent = format!("judge-runner-bench-{}", std::process::id());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average at start: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if std::env::args().any(|a| a == "--cpu-only") {
+        cpu_accuracy(&parent);
+    } else if std::env::args().any(|a| a == "--overhead-only") {
+        // e.g. in the cgroup-v2 VM, which has no gcc for the loop program
+        overhead(&parent);
+        throughput(&parent);
+    } else {
+        overhead(&parent);
+        throughput(&parent);
+        cpu_accuracy(&parent);
+    }
+    sandbox::remove_parent(&parent).unwrap();
+    let _ = Path::new("/");
+}

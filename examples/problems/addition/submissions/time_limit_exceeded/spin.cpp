@@ -1,0 +1,2 @@
+#include <iostream>
+int main() { volatile unsigned long n = 0; for (;;) n++; }

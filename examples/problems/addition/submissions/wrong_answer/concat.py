@@ -1,0 +1,2 @@
+a, b = input().split()
+print(a + b)

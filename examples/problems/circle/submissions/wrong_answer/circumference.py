@@ -1,0 +1,3 @@
+import math
+r = float(input())
+print(2 * math.pi * r)

@@ -1,0 +1,3 @@
+import sys
+n, *xs = map(int, sys.stdin.read().split())
+print(max(xs[:n]))

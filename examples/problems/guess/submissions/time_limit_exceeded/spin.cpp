@@ -1,0 +1,1 @@
+int main() { volatile unsigned long n = 0; for (;;) n++; }

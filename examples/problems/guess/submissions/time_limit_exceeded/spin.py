@@ -1,0 +1,4 @@
+print(500, flush=True)
+n = 0
+while True:
+    n += 1

@@ -1,0 +1,2 @@
+n = int(input())
+print(1, n)

@@ -1,0 +1,205 @@
+//! Running the submission on one test in the sandbox and judging its output:
+//! the sandbox status decides first (time, memory, output, crash), then the
+//! output validator.
+
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use crate::package::{Problem, TestCase, TestGroup};
+
+use super::Options;
+use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream, WorkDir};
+use super::compile::Program;
+use super::default_validator;
+use super::engine::{CaseRun, CaseRunner};
+use super::error::JudgeError;
+use super::interactive;
+use super::validator::{self, BuiltValidator, ValidatorBox};
+use super::verdict::Verdict;
+
+const MIB: u64 = 1 << 20;
+
+/// The verdict a sandbox status stands for, when it decides alone.
+pub(crate) fn status_verdict(status: BoxStatus) -> Option<Verdict> {
+    match status {
+        BoxStatus::TimeLimit | BoxStatus::WallTimeLimit => Some(Verdict::TimeLimitExceeded),
+        BoxStatus::MemoryLimit => Some(Verdict::MemoryLimitExceeded),
+        BoxStatus::OutputLimit => Some(Verdict::OutputLimitExceeded),
+        BoxStatus::Signaled | BoxStatus::NonzeroExit => Some(Verdict::RunTimeError),
+        BoxStatus::Ok => None,
+    }
+}
+
+pub(crate) fn case_run(
+    report: &BoxReport,
+    verdict: Verdict,
+    custom_score: Option<f64>,
+    judge_message: String,
+) -> CaseRun {
+    CaseRun {
+        verdict,
+        custom_score,
+        cpu_seconds: report.cpu_seconds,
+        wall_seconds: report.wall_seconds,
+        memory_bytes: report.memory_bytes,
+        exit_code: report.exit_code,
+        signal: report.signal,
+        status: report.status.as_str().to_string(),
+        judge_message,
+    }
+}
+
+/// Everything a test run needs, for the whole judging.
+pub(crate) struct SandboxCases<'a> {
+    pub slot: &'a Slot,
+    pub work: &'a WorkDir,
+    pub problem: &'a Problem,
+    pub program: &'a Program,
+    pub validator: Option<&'a BuiltValidator>,
+    pub limits: BoxLimits,
+}
+
+impl<'a> SandboxCases<'a> {
+    pub fn new(
+        slot: &'a Slot,
+        work: &'a WorkDir,
+        problem: &'a Problem,
+        options: &Options,
+        program: &'a Program,
+        validator: Option<&'a BuiltValidator>,
+    ) -> Self {
+        let time = problem.time_limit(options.time_limit);
+        let limits = BoxLimits {
+            time,
+            wall: 2.0 * time + 1.0,
+            memory_bytes: problem.limits.memory_mib * MIB,
+            processes: program.processes,
+            output_bytes: problem.limits.output_mib.max(1) * MIB,
+        };
+        SandboxCases {
+            slot,
+            work,
+            problem,
+            program,
+            validator,
+            limits,
+        }
+    }
+
+    /// The submission's run on a test: its box, stdio and limits.
+    pub fn submission_run<'b>(
+        &self,
+        box_dir: &'b std::path::Path,
+        stdin: Stream,
+        stdout: Stream,
+        stderr: Stream,
+    ) -> BoxRun<'b> {
+        BoxRun {
+            argv: self.program.argv.clone(),
+            box_dir,
+            validator_box: false,
+            binds: self.program.binds.clone(),
+            stdin,
+            stdout,
+            stderr,
+            limits: self.limits,
+            env: self.program.env.clone(),
+        }
+    }
+
+    fn run_plain(&self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
+        let box_dir = self.work.fresh("box")?;
+        let output = self.work.path().join("output");
+        let stderr = self.work.path().join("stderr");
+        let run = self.submission_run(
+            &box_dir,
+            Stream::Path(case.input.clone()),
+            Stream::Path(output.clone()),
+            Stream::Path(stderr),
+        );
+        let report = self.slot.run("running the submission", run)?;
+        if let Some(verdict) = status_verdict(report.status) {
+            return Ok(case_run(&report, verdict, None, String::new()));
+        }
+        match self.validator {
+            None => self.default_validate(case, group, &report, output),
+            Some(v) => {
+                let vbox = ValidatorBox::create(
+                    self.work.fresh("validator")?,
+                    self.work.path().join("validator.err"),
+                )?;
+                let run = v.box_run(validator::RunSpec {
+                    problem: self.problem,
+                    case,
+                    group,
+                    vbox: &vbox,
+                    stdin: Stream::Path(output),
+                    stdout: Stream::Null,
+                    wall: None,
+                    validator_box: true,
+                })?;
+                let vreport = self.slot.run("running the output validator", run)?;
+                let said = validator::interpret(&vreport, &vbox, self.problem.kind, &case.name)?;
+                Ok(case_run(
+                    &report,
+                    said.verdict,
+                    said.score,
+                    said.judge_message,
+                ))
+            }
+        }
+    }
+
+    fn default_validate(
+        &self,
+        case: &TestCase,
+        group: &TestGroup,
+        report: &BoxReport,
+        output: PathBuf,
+    ) -> Result<CaseRun, JudgeError> {
+        // The problem's flags with the group's `output_validator_flags` on top.
+        let flags = match self.problem.default_validator_flags(group) {
+            Some(Ok(flags)) => flags,
+            Some(Err(e)) => {
+                return Err(JudgeError::package(format!("group {}: {e}", group.name)));
+            }
+            None => {
+                return Err(JudgeError::package(
+                    "a custom validator was expected but not built",
+                ));
+            }
+        };
+        let answer = std::fs::File::open(&case.answer)
+            .map_err(|e| JudgeError::package(format!("{}: {e}", case.answer.display())))?;
+        let out = std::fs::File::open(&output).map_err(|e| JudgeError::io(&output, e))?;
+        let judged = default_validator::validate(
+            BufReader::with_capacity(1 << 16, answer),
+            BufReader::with_capacity(1 << 16, out),
+            &flags,
+        )
+        .map_err(|e| JudgeError::io(&output, e))?;
+        let verdict = if judged.accepted {
+            Verdict::Accepted
+        } else {
+            Verdict::WrongAnswer
+        };
+        Ok(case_run(report, verdict, None, judged.message))
+    }
+}
+
+impl CaseRunner for SandboxCases<'_> {
+    fn run_case(&mut self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
+        if self.problem.interactive {
+            let validator = self.validator.ok_or_else(|| {
+                JudgeError::package("an interactive problem needs an output validator")
+            })?;
+            interactive::run(self, validator, case, group)
+        } else {
+            self.run_plain(case, group)
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.slot.cancelled()
+    }
+}

@@ -1,0 +1,183 @@
+//! The real packages of `../shared/problems` (problem data from Kattis/problemtools)
+//! judged with our own submissions: the verdicts and scores its README states.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
+
+mod judge_common;
+
+use judge_runner::judge::{Options, Outcome, Submission, Verdict};
+use judge_runner::package;
+
+fn judge_shared(name: &str, time_limit: f64, submission: &Submission) -> Outcome {
+    let problem = package::parse(&judge_common::shared_dir().join("problems").join(name)).unwrap();
+    let options = Options {
+        time_limit: Some(time_limit),
+        ..Options::default()
+    };
+    judge_common::judge()
+        .judge(&problem, submission, &options, &mut |_| {})
+        .unwrap()
+}
+
+#[test]
+fn hello_verdicts() {
+    let _serial = judge_common::serial();
+    let hello = |s: &Submission| judge_shared("hello", 2.0, s);
+    let ok = judge_common::source(
+        "c",
+        "hello.c",
+        "#include <stdio.h>\nint main(void){puts(\"Hello World!\");return 0;}\n",
+    );
+    let o = hello(&ok);
+    assert_eq!(
+        (o.verdict, o.score, o.max_score),
+        (Verdict::Accepted, 1.0, 1.0)
+    );
+    assert_eq!(o.details.len(), 1);
+    assert_eq!(o.details[0].name, "secret/hello");
+
+    let wrong = judge_common::source("python3", "hello.py", "print('Hello, World!')\n");
+    let o = hello(&wrong);
+    assert_eq!((o.verdict, o.score), (Verdict::WrongAnswer, 0.0));
+    assert!(
+        o.details[0]
+            .judge_message
+            .contains("String tokens mismatch"),
+        "{}",
+        o.details[0].judge_message
+    );
+
+    // limits.memory: 512 — touching 768 MiB is over it.
+    let hog = judge_common::source(
+        "cpp",
+        "hog.cpp",
+        "#include <vector>\n#include <cstdio>\nint main(){std::vector<char> v(768u<<20, 1); std::printf(\"%d\\n\", v[12345]);}\n",
+    );
+    let o = hello(&hog);
+    assert!(
+        matches!(
+            o.verdict,
+            Verdict::MemoryLimitExceeded | Verdict::RunTimeError
+        ),
+        "{:?}",
+        o.verdict
+    );
+    assert!(
+        o.details[0].memory_bytes >= 500 << 20,
+        "{}",
+        o.details[0].memory_bytes
+    );
+
+    let slow = judge_common::source(
+        "c",
+        "slow.c",
+        "int main(void){volatile long n=0;for(;;)n++;}\n",
+    );
+    let o = hello(&slow);
+    assert_eq!(o.verdict, Verdict::TimeLimitExceeded);
+    assert!(
+        o.details[0].cpu_seconds >= 1.9,
+        "{}",
+        o.details[0].cpu_seconds
+    );
+
+    let crash = judge_common::source(
+        "c",
+        "crash.c",
+        "#include <stdlib.h>\nint main(void){abort();}\n",
+    );
+    let o = hello(&crash);
+    assert_eq!(o.verdict, Verdict::RunTimeError);
+    assert_eq!(o.details[0].signal, Some(6));
+}
+
+const ODDECHO_FULL: &str = r#"#include <iostream>
+#include <string>
+int main() { int n; std::cin >> n; for (int i = 0; i < n; i++) { std::string w; std::cin >> w; if (i % 2 == 0) std::cout << w << "\n"; } }
+"#;
+
+/// Correct only when n = 5 (subtask 1); otherwise prints every word.
+const ODDECHO_PARTIAL: &str = "n = int(input())\nwords = [input() for _ in range(n)]\nprint('\\n'.join(words[::2] if n == 5 else words))\n";
+
+#[test]
+fn oddecho_full_partial_and_wrong() {
+    let _serial = judge_common::serial();
+    let full = judge_shared(
+        "oddecho",
+        1.0,
+        &judge_common::source("cpp", "odd.cpp", ODDECHO_FULL),
+    );
+    assert_eq!(
+        (full.verdict, full.score, full.max_score),
+        (Verdict::Accepted, 100.0, 100.0)
+    );
+    // 2 samples + 3 in subtask1 + 13 in subtask2 (1-3 are symlinks into subtask1, reused).
+    assert_eq!(full.details.len(), 18);
+    let reused: Vec<&str> = full
+        .details
+        .iter()
+        .filter(|d| d.reused)
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(
+        reused,
+        [
+            "secret/subtask2/1",
+            "secret/subtask2/2",
+            "secret/subtask2/3"
+        ]
+    );
+    assert!(full.details.iter().all(|d| d.verdict == Verdict::Accepted));
+    let sample_scores: f64 = full
+        .details
+        .iter()
+        .filter(|d| d.group == "sample")
+        .map(|d| d.score)
+        .sum();
+    assert_eq!(sample_scores, 0.0);
+
+    let partial = judge_shared(
+        "oddecho",
+        1.0,
+        &judge_common::source("python3", "odd.py", ODDECHO_PARTIAL),
+    );
+    assert_eq!(
+        (partial.verdict, partial.score, partial.max_score),
+        (Verdict::Accepted, 50.0, 100.0)
+    );
+    // subtask2 breaks at its first failure (on_reject: break): 01 (n = 1) is
+    // right by luck, 02 is wrong, nothing after it runs.
+    let sub2: Vec<_> = partial
+        .details
+        .iter()
+        .filter(|d| d.group == "secret/subtask2")
+        .collect();
+    assert_eq!(sub2.len(), 2);
+    assert_eq!(sub2[1].name, "secret/subtask2/02");
+    assert_eq!(sub2[1].verdict, Verdict::WrongAnswer);
+
+    let wrong = judge_shared(
+        "oddecho",
+        1.0,
+        &judge_common::source("python3", "w.py", "print(input())\n"),
+    );
+    assert_eq!((wrong.verdict, wrong.score), (Verdict::WrongAnswer, 0.0));
+
+    let slow = judge_common::source(
+        "c",
+        "s.c",
+        "int main(void){volatile long n=0;for(;;)n++;}\n",
+    );
+    let slow = judge_shared("oddecho", 1.0, &slow);
+    assert_eq!(
+        (slow.verdict, slow.score),
+        (Verdict::TimeLimitExceeded, 0.0)
+    );
+
+    let crash = judge_common::source("python3", "c.py", "raise ValueError('no')\n");
+    let crash = judge_shared("oddecho", 1.0, &crash);
+    assert_eq!((crash.verdict, crash.score), (Verdict::RunTimeError, 0.0));
+}
