@@ -31,6 +31,7 @@ use crate::package::{Cache, FetchPolicy, PackageError, UnpackLimits};
 pub use client::{Client, ClientError, WorkRef};
 pub use metrics::Metrics;
 pub use shutdown::Shutdown;
+pub use slot::plan_cpus;
 
 /// Everything a daemon needs, independent of clap (the demo builds one too).
 #[derive(Debug, Clone)]
