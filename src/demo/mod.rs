@@ -196,12 +196,11 @@ async fn watch(manager: &Manager, tracked: &mut [Tracked]) -> anyhow::Result<()>
                 say(format!("  {mark}  {:<48} {verdict}", t.case.label));
                 t.final_view = Some(view);
                 bar.inc(1);
-            } else if let Some(p) = view
-                .progress
-                .as_ref()
-                .filter(|_| view.state == crate::protocol::JobState::Running)
-            {
-                running.push(format!("{} {}/{}", t.case.label, p.done, p.total));
+            } else if view.state == crate::protocol::JobState::Running {
+                running.push(match &view.progress {
+                    Some(p) => format!("{} {}/{}", t.case.label, p.done, p.total),
+                    None => format!("{} (compiling)", t.case.label),
+                });
             }
         }
         bar.set_message(running.join("  "));
