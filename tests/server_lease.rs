@@ -16,6 +16,7 @@ backend_tests!(
     claim_language_allowed,
     claim_language_denied,
     claim_waits_behind_a_running_sibling,
+    concurrent_claims_never_run_two_attempts_of_a_submission,
     revoked_runner_is_refused_and_its_jobs_requeued,
     lease_calls_acknowledge_once_and_bump_row_version,
     stale_token_gets_lease_lost_changes_nothing_and_is_counted,
@@ -127,6 +128,37 @@ async fn claim_waits_behind_a_running_sibling(backend: Backend) {
     let claim = s.claim(&key, &["python3"]).await.unwrap();
     assert_eq!(claim["job_id"], job2, "allowed once attempt 1 finished");
     assert_eq!(claim["attempt"], 2);
+    s.stop().await;
+}
+
+async fn concurrent_claims_never_run_two_attempts_of_a_submission(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (sub, job1) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    s.claim(&key, &["python3"]).await.unwrap();
+    let (_, a2) = s
+        .post(
+            &format!("/api/submissions/{sub}/rejudge"),
+            MANAGER,
+            json!({}),
+        )
+        .await;
+    let job2 = a2["job_id"].as_i64().unwrap();
+    s.advance(61);
+    s.reap().await;
+    // Both attempts are Queued now: attempt 1 by expiry, attempt 2 by the rejudge.
+    assert_eq!(s.job(job1).await["state"], "Queued");
+    assert_eq!(s.job(job2).await["state"], "Queued");
+    let claims = (0..8).map(|_| s.post("/api/jobs/claim", &key, json!({"languages": ["python3"]})));
+    let answers = futures_util::future::join_all(claims).await;
+    let claimed: Vec<_> = answers
+        .iter()
+        .filter(|(st, _)| *st == StatusCode::OK)
+        .collect();
+    assert_eq!(claimed.len(), 1, "one attempt at a time: {answers:?}");
+    assert_eq!(claimed[0].1["job_id"], job1, "the older attempt first");
+    assert_eq!(s.job(job2).await["state"], "Queued");
     s.stop().await;
 }
 

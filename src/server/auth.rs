@@ -64,8 +64,28 @@ fn bearer(parts: &Parts) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// How a runner key is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunnerCheck {
+    /// Read the key and its revocation from the database.
+    Fresh,
+    /// A key already seen on this server maps to its runner without a query. Only
+    /// for routes where the database itself refuses a revoked runner: the claim
+    /// (filter 3) and every fenced call (revocation requeued all the runner held,
+    /// and [`crate::server::db::Db::fenced`] answers 401 for a revoked key).
+    Cached,
+}
+
 /// Identifies the caller of a request, or refuses it (401).
 pub async fn identify(parts: &Parts, state: &AppState) -> Result<Caller, ApiError> {
+    identify_with(parts, state, RunnerCheck::Fresh).await
+}
+
+async fn identify_with(
+    parts: &Parts,
+    state: &AppState,
+    check: RunnerCheck,
+) -> Result<Caller, ApiError> {
     let token = bearer(parts).ok_or(ApiError::AuthRequired)?;
     let presented = digest(token);
     if same_digest(&presented, state.manager_token_digest()) {
@@ -73,12 +93,18 @@ pub async fn identify(parts: &Parts, state: &AppState) -> Result<Caller, ApiErro
     }
     let presented_hex = hex::encode(presented);
     if token.starts_with(RUNNER_KEY_PREFIX) {
+        if check == RunnerCheck::Cached
+            && let Some(runner_id) = state.runner_keys.get(&presented_hex)
+        {
+            return Ok(Caller::Runner { runner_id });
+        }
         let key = state.db.runner_by_key_hash(&presented_hex).await?;
         return match key {
             Some(k) if same_digest(k.key_hash.as_bytes(), presented_hex.as_bytes()) => {
                 if k.revoked {
                     Err(ApiError::AuthRevoked)
                 } else {
+                    state.runner_keys.insert(presented_hex, k.runner_id);
                     Ok(Caller::Runner {
                         runner_id: k.runner_id,
                     })
@@ -105,7 +131,8 @@ pub async fn identify(parts: &Parts, state: &AppState) -> Result<Caller, ApiErro
 #[derive(Debug, Clone, Copy)]
 pub struct ManagerAuth;
 
-/// A Runner's (unrevoked) key.
+/// A Runner's key. Revocation is enforced by the database on every route that
+/// takes this (see [`RunnerCheck::Cached`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RunnerAuth {
     pub runner_id: i64,
@@ -134,7 +161,7 @@ impl FromRequestParts<AppState> for ManagerAuth {
 impl FromRequestParts<AppState> for RunnerAuth {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        match identify(parts, state).await? {
+        match identify_with(parts, state, RunnerCheck::Cached).await? {
             Caller::Runner { runner_id } => Ok(RunnerAuth { runner_id }),
             _ => Err(ApiError::AuthForbidden),
         }
@@ -180,5 +207,32 @@ mod tests {
         assert!(same_digest(&digest(&a), &digest(&a)));
         assert!(!same_digest(&digest(&a), &digest(&b)));
         assert_eq!(digest_hex("abc").len(), 64);
+    }
+}
+
+/// Runner keys seen on this server: digest → runner id. The mapping never
+/// changes (a key belongs to one runner for ever), so it needs no expiry;
+/// revocation is not cached here but read from the database where it matters.
+#[derive(Debug, Default)]
+pub struct RunnerKeyCache {
+    keys: std::sync::RwLock<std::collections::HashMap<String, i64>>,
+}
+
+impl RunnerKeyCache {
+    fn get(&self, key_hash: &str) -> Option<i64> {
+        self.keys.read().ok()?.get(key_hash).copied()
+    }
+
+    fn insert(&self, key_hash: String, runner_id: i64) {
+        if let Ok(mut keys) = self.keys.write() {
+            keys.insert(key_hash, runner_id);
+        }
+    }
+
+    /// Forgets a revoked runner's keys (tidiness: the database refuses it anyway).
+    pub fn forget_runner(&self, runner_id: i64) {
+        if let Ok(mut keys) = self.keys.write() {
+            keys.retain(|_, id| *id != runner_id);
+        }
     }
 }

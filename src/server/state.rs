@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::ServerError;
-use super::auth::digest;
+use super::auth::{RunnerKeyCache, digest};
 use super::clock::{Clock, SystemClock};
 use super::db::Db;
 use super::metrics::Metrics;
@@ -80,6 +80,8 @@ pub struct Shared {
     /// Woken when work may have become claimable on this server, so waiting
     /// claims answer at once instead of at their next poll.
     pub queue_changed: Notify,
+    /// Runner keys already seen on this server (see `auth::RunnerKeyCache`).
+    pub runner_keys: RunnerKeyCache,
     manager_token_digest: [u8; 32],
 }
 
@@ -113,6 +115,7 @@ impl AppState {
             manager_token_digest: digest(&config.manager_token),
             config,
             queue_changed: Notify::new(),
+            runner_keys: RunnerKeyCache::default(),
         })))
     }
 

@@ -77,63 +77,64 @@ macro_rules! claim_update {
     };
 }
 
-/// Filter (4): no other attempt of the same submission is Running.
-macro_rules! no_running_sibling {
-    ($job:literal) => {
+/// The oldest claimable job: filters (1) Queued, (2) a language the Runner offers
+/// (`$5`), (4) no other attempt of its submission Running. Filter (4) is written
+/// as "no sibling Running, and no OLDER sibling Queued": the same answer as the
+/// contract's oldest-first rule, but one a single statement can keep under
+/// concurrency. A sibling claimed a moment ago stays Queued-or-Running, so this
+/// job is never picked beside it, even by a claimer whose snapshot predates that
+/// claim (a bare "no sibling Running" test would be blind to it).
+macro_rules! claimable_job {
+    ($languages:literal, $lock:literal) => {
         concat!(
-            "NOT EXISTS (SELECT 1 FROM jobs r WHERE r.submission_id = ",
-            $job,
-            ".submission_id AND r.state = 'Running')"
+            "SELECT j.id FROM jobs j JOIN submissions s ON s.id = j.submission_id \
+             WHERE j.state = 'Queued' AND ",
+            $languages,
+            " AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.submission_id = j.submission_id \
+               AND r.id <> j.id AND (r.state = 'Running' OR (r.state = 'Queued' AND r.id < j.id))) \
+             ORDER BY j.id LIMIT 1",
+            $lock
         )
     };
 }
 
-/// Filter (3): the claiming Runner's key is not revoked.
-const RUNNER_ACTIVE_SQLITE: &str = "SELECT id FROM runners WHERE id = $1 AND revoked_ms IS NULL";
-/// On PostgreSQL the runner row is share-locked, so a revocation (which updates it)
-/// waits for this claim to commit and then requeues what it claimed.
-const RUNNER_ACTIVE_PG: &str =
-    "SELECT id FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE";
-
-/// SQLite: the whole claim is one statement inside `BEGIN IMMEDIATE`, which holds
-/// the database's single write lock, so the filters cannot change under it.
-/// Filters (1) Queued, (2) language in `$5` (a JSON array), (4) no running sibling.
+/// SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write lock),
+/// so nothing changes under the filters. Filter (3) in the same statement.
 const CLAIM_SQLITE: &str = concat!(
     claim_update!(),
-    "WHERE id = (SELECT j.id FROM jobs j JOIN submissions s ON s.id = j.submission_id \
-     WHERE j.state = 'Queued' AND s.language IN (SELECT value FROM json_each($5)) AND ",
-    no_running_sibling!("j"),
-    " ORDER BY j.id LIMIT 1)",
+    "WHERE id = (",
+    claimable_job!("s.language IN (SELECT value FROM json_each($5))", ""),
+    ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
     claim_returning!()
 );
 
-/// PostgreSQL, step 1: lock the oldest claimable job AND its submission, skipping
-/// rows other claimers hold. Locking the submission serialises claims of sibling
-/// attempts (and rejudges), which filter (4) needs: its NOT EXISTS reads this
-/// statement's snapshot, blind to a sibling claimed a moment ago.
-const CLAIM_PICK_PG: &str = concat!(
-    "SELECT j.id FROM jobs j JOIN submissions s ON s.id = j.submission_id \
-     WHERE j.state = 'Queued' AND s.language = ANY($1) AND ",
-    no_running_sibling!("j"),
-    " ORDER BY j.id LIMIT 1 FOR NO KEY UPDATE OF j, s SKIP LOCKED"
-);
-
-/// PostgreSQL, step 2: with both locks held, a fresh snapshot re-checks filter (4)
-/// and takes the job. `$5` the picked job.
-const CLAIM_TAKE_PG: &str = concat!(
+/// PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers are
+/// taking; filter (3) share-locks the runner row, so a revocation (which updates
+/// that row) waits for this claim to commit and then requeues what it took, and a
+/// claim that waited for a revocation re-reads the row and takes nothing.
+const CLAIM_PG: &str = concat!(
     claim_update!(),
-    "WHERE id = $5 AND state = 'Queued' AND ",
-    no_running_sibling!("jobs"),
+    "WHERE id = (",
+    claimable_job!("s.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
+    ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
     claim_returning!()
 );
-
-/// How often a PostgreSQL claim retries when a sibling won the race for its pick.
-const CLAIM_RETRIES: usize = 8;
 
 const COMPLETE: &str = fenced!("jobs", ", state = 'Completed'", "problem_version_id");
+/// SQLite, after `COMPLETE` in the same `BEGIN IMMEDIATE` transaction.
 const INSERT_RESULT: &str = "INSERT INTO results (evaluation_job_id, problem_version_id, \
      score, max_score, verdict, extra, props, runner_version, created_ms) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+/// PostgreSQL: the fenced update and the Result insert as one statement; the
+/// insert sees only the row the fence let through.
+const COMPLETE_WITH_RESULT_PG: &str = concat!(
+    "WITH done AS (",
+    fenced!("jobs", ", state = 'Completed'", "id, problem_version_id"),
+    ") INSERT INTO results (evaluation_job_id, problem_version_id, \
+     score, max_score, verdict, extra, props, runner_version, created_ms) \
+     SELECT id, problem_version_id, $5, $6, $7, $8, $9, $10, $4 FROM done \
+     RETURNING evaluation_job_id"
+);
 /// A resend is recognised by the token the job was completed under: only a result
 /// call moves a job to Completed, and a Completed job never gets a new token.
 const COMPLETED_BY: &str = "SELECT id FROM jobs \
@@ -219,42 +220,39 @@ impl Db {
         };
         if claimed.is_some() {
             self.counters(Work::Job).claims.inc();
+        } else if self.runner_revoked(lease.runner_id).await? {
+            return Err(DbError::RunnerRevoked {
+                runner_id: lease.runner_id,
+            });
         }
         Ok(claimed)
     }
 
-    /// Completed + the Result row, in one transaction conditioned on the lease.
+    /// Completed + the Result row, both conditioned on the lease: one statement on
+    /// PostgreSQL, one write transaction on SQLite. A call that touched nothing is
+    /// a resend when this very token completed the job.
     pub async fn complete_job(
         &self,
         fence: Fence<'_>,
         now: Millis,
         result: &NewResult<'_>,
     ) -> Result<ResultOutcome, DbError> {
-        let stored: Option<ResultOutcome> = on_pool!(self, pool => {
-            let mut tx = pool.begin_write().await?;
-            let version: Option<i64> = sqlx::query_scalar(COMPLETE)
-                .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
-                .fetch_optional(&mut *tx).await?;
-            match version {
-                Some(version_id) => {
-                    sqlx::query(INSERT_RESULT)
-                        .bind(fence.id).bind(version_id).bind(result.score)
-                        .bind(result.max_score).bind(result.verdict).bind(result.extra)
-                        .bind(result.props).bind(result.runner_version).bind(now)
-                        .execute(&mut *tx).await?;
-                    tx.commit().await?;
-                    Some(ResultOutcome::Stored)
-                }
-                None => {
-                    let resent: Option<i64> = sqlx::query_scalar(COMPLETED_BY)
-                        .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id)
-                        .fetch_optional(&mut *tx).await?;
-                    tx.rollback().await?;
-                    resent.map(|_| ResultOutcome::AlreadyStored)
-                }
+        let stored = match self.pool() {
+            Pool::Sqlite(pool) => complete_job_sqlite(pool, fence, now, result).await?,
+            Pool::Postgres(pool) => complete_job_pg(pool, fence, now, result).await?,
+        };
+        if stored {
+            return Ok(ResultOutcome::Stored);
+        }
+        let resent: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(COMPLETED_BY)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id)
+            .fetch_optional(pool).await)?;
+        match resent {
+            Some(_) if !self.runner_revoked(fence.runner_id).await? => {
+                Ok(ResultOutcome::AlreadyStored)
             }
-        });
-        stored.ok_or_else(|| self.lease_lost(Work::Job))
+            _ => self.fenced(fence, None).await,
+        }
     }
 
     /// Attaches a file under the fence: the row stays locked while `place` puts the
@@ -268,7 +266,7 @@ impl Db {
         size: i64,
         place: impl FnOnce() -> std::io::Result<()>,
     ) -> Result<(), DbError> {
-        let held: bool = on_pool!(self, pool => {
+        let held: Option<()> = on_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
             let touched: Option<i64> = sqlx::query_scalar(TOUCH_JOB)
                 .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
@@ -280,13 +278,9 @@ impl Db {
                     .execute(&mut *tx).await?;
                 tx.commit().await?;
             }
-            touched.is_some()
+            touched.map(|_| ())
         });
-        if held {
-            Ok(())
-        } else {
-            Err(self.lease_lost(Work::Job))
-        }
+        self.fenced(fence, held).await
     }
 
     /// Queued or Running → Cancelled; a finished attempt answers `AttemptFinished`.
@@ -359,16 +353,7 @@ async fn claim_job_sqlite(
         detail: format!("languages do not serialise: {e}"),
     })?;
     let mut tx = pool.begin_write().await?;
-    let active: Option<i64> = sqlx::query_scalar(RUNNER_ACTIVE_SQLITE)
-        .bind(lease.runner_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if active.is_none() {
-        return Err(DbError::RunnerRevoked {
-            runner_id: lease.runner_id,
-        });
-    }
-    let claimed: Option<ClaimedJob> = sqlx::query_as(CLAIM_SQLITE)
+    let claimed = sqlx::query_as(CLAIM_SQLITE)
         .bind(lease.runner_id)
         .bind(lease.lease_token)
         .bind(lease.lease_seconds)
@@ -385,38 +370,67 @@ async fn claim_job_pg(
     languages: &[String],
     lease: NewLease<'_>,
 ) -> Result<Option<ClaimedJob>, DbError> {
-    for _ in 0..CLAIM_RETRIES {
-        let mut tx = pool.begin_write().await?;
-        let active: Option<i64> = sqlx::query_scalar(RUNNER_ACTIVE_PG)
-            .bind(lease.runner_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if active.is_none() {
-            return Err(DbError::RunnerRevoked {
-                runner_id: lease.runner_id,
-            });
-        }
-        let picked: Option<i64> = sqlx::query_scalar(CLAIM_PICK_PG)
-            .bind(languages)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some(job_id) = picked else {
-            return Ok(None);
-        };
-        let claimed: Option<ClaimedJob> = sqlx::query_as(CLAIM_TAKE_PG)
-            .bind(lease.runner_id)
-            .bind(lease.lease_token)
-            .bind(lease.lease_seconds)
-            .bind(lease.expires_ms)
-            .bind(job_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        if claimed.is_some() {
-            tx.commit().await?;
-            return Ok(claimed);
-        }
-        // A sibling attempt was claimed between our snapshot and our lock: pick again.
-        tx.rollback().await?;
-    }
-    Ok(None)
+    Ok(sqlx::query_as(CLAIM_PG)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages)
+        .fetch_optional(pool)
+        .await?)
+}
+
+async fn complete_job_sqlite(
+    pool: &SqlitePool,
+    fence: Fence<'_>,
+    now: Millis,
+    result: &NewResult<'_>,
+) -> Result<bool, DbError> {
+    let mut tx = pool.begin_write().await?;
+    let version: Option<i64> = sqlx::query_scalar(COMPLETE)
+        .bind(fence.id)
+        .bind(fence.lease_token)
+        .bind(fence.runner_id)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(version_id) = version else {
+        return Ok(false);
+    };
+    sqlx::query(INSERT_RESULT)
+        .bind(fence.id)
+        .bind(version_id)
+        .bind(result.score)
+        .bind(result.max_score)
+        .bind(result.verdict)
+        .bind(result.extra)
+        .bind(result.props)
+        .bind(result.runner_version)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+async fn complete_job_pg(
+    pool: &PgPool,
+    fence: Fence<'_>,
+    now: Millis,
+    result: &NewResult<'_>,
+) -> Result<bool, DbError> {
+    let stored: Option<i64> = sqlx::query_scalar(COMPLETE_WITH_RESULT_PG)
+        .bind(fence.id)
+        .bind(fence.lease_token)
+        .bind(fence.runner_id)
+        .bind(now)
+        .bind(result.score)
+        .bind(result.max_score)
+        .bind(result.verdict)
+        .bind(result.extra)
+        .bind(result.props)
+        .bind(result.runner_version)
+        .fetch_optional(pool)
+        .await?;
+    Ok(stored.is_some())
 }

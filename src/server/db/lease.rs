@@ -4,7 +4,7 @@
 //! Every lease-bearing statement is built by [`fenced!`]: ONE conditional `UPDATE`
 //! on `id + lease_token + runner_id + state = 'Running'` that also sets
 //! `acknowledged_at` (first call only) and bumps `row_version`. A `None` from it is
-//! turned into `409 lease.lost` by [`Db::lease_lost`], nowhere else.
+//! turned into `409 lease.lost` by [`Db::fenced`], nowhere else.
 //!
 //! Going back to Queued always checks the delivery cap in the same statement: a row
 //! whose deliveries (after any give-back) reached the cap goes to Failed with
@@ -169,7 +169,7 @@ impl Db {
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
             .bind(seconds)
             .fetch_optional(pool).await)?;
-        row.ok_or_else(|| self.lease_lost(fence.work))
+        self.fenced(fence, row).await
     }
 
     /// Stores progress and renews by the lease's own `lease_seconds`.
@@ -185,7 +185,7 @@ impl Db {
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
             .bind(done).bind(total)
             .fetch_optional(pool).await)?;
-        row.ok_or_else(|| self.lease_lost(fence.work))
+        self.fenced(fence, row).await
     }
 
     /// The Runner hands the work back: Queued, the delivery given back for the
@@ -196,7 +196,7 @@ impl Db {
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
             .bind(self.delivery_cap())
             .fetch_optional(pool).await)?;
-        let state = parse_state(&row.ok_or_else(|| self.lease_lost(fence.work))?)?;
+        let state = parse_state(&self.fenced(fence, row).await?)?;
         let counters = self.counters(fence.work);
         counters.releases.inc();
         if state == JobState::Failed {
@@ -219,7 +219,7 @@ impl Db {
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
             .bind(self.delivery_cap()).bind(i64::from(retryable)).bind(failure_reason)
             .fetch_optional(pool).await)?;
-        let state = parse_state(&row.ok_or_else(|| self.lease_lost(fence.work))?)?;
+        let state = parse_state(&self.fenced(fence, row).await?)?;
         if state == JobState::Failed && retryable {
             self.counters(fence.work).deliveries_exhausted.inc();
         }

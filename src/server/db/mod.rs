@@ -4,7 +4,7 @@
 //! Every SQL statement lives in this module, one function per statement (or per
 //! transaction, where a rule needs one). The fence is here too: every lease-bearing
 //! call is one conditional `UPDATE ... WHERE id AND lease_token AND state =
-//! 'Running' AND runner_id`, and [`Db::lease_lost`] is the one place a zero-row
+//! 'Running' AND runner_id`, and [`Db::fenced`] is the one place a zero-row
 //! answer becomes [`DbError::LeaseLost`] and is counted.
 //!
 //! Times are integer milliseconds (see [`crate::server::clock`]). Placeholders are
@@ -27,6 +27,7 @@ use sqlx::{Postgres, Sqlite, Transaction};
 
 use crate::protocol::JobState;
 use crate::server::metrics::{Metrics, WorkCounters};
+use lease::Fence;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("src/server/migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator =
@@ -167,11 +168,30 @@ impl Db {
         }
     }
 
-    /// The one place a lease-bearing call that touched no row is answered: it
-    /// changed nothing, and it is counted as a dropped stale call.
-    pub fn lease_lost(&self, work: Work) -> DbError {
-        self.counters(work).stale_dropped.inc();
-        DbError::LeaseLost
+    /// The one place a lease-bearing call's answer is judged. A row means the
+    /// fence held. No row means the call changed nothing: `409 lease.lost`,
+    /// counted as a dropped stale call, unless the caller's key has been revoked
+    /// (`401 auth.revoked`: revocation requeued everything the runner held, so
+    /// this is where a revoked key meets the database on every lease call).
+    pub async fn fenced<T>(&self, fence: Fence<'_>, row: Option<T>) -> Result<T, DbError> {
+        if let Some(row) = row {
+            return Ok(row);
+        }
+        if self.runner_revoked(fence.runner_id).await? {
+            return Err(DbError::RunnerRevoked {
+                runner_id: fence.runner_id,
+            });
+        }
+        self.counters(fence.work).stale_dropped.inc();
+        Err(DbError::LeaseLost)
+    }
+
+    /// Is this runner's key revoked (or the runner unknown)?
+    pub async fn runner_revoked(&self, runner_id: i64) -> Result<bool, DbError> {
+        const SQL: &str = "SELECT id FROM runners WHERE id = $1 AND revoked_ms IS NULL";
+        let active: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(SQL)
+            .bind(runner_id).fetch_optional(pool).await)?;
+        Ok(active.is_none())
     }
 
     /// `SELECT 1`: is the database answering?

@@ -43,8 +43,10 @@ pub struct TrialRow {
     pub failure_reason: Option<String>,
 }
 
+/// One statement on both backends (inside `BEGIN IMMEDIATE` on SQLite); filter
+/// (3) share-locks the runner row on PostgreSQL as the job claim does.
 macro_rules! claim_trial_sql {
-    ($languages:literal, $lock:literal) => {
+    ($languages:literal, $lock:literal, $share:literal) => {
         concat!(
             "UPDATE trials SET state = 'Running', runner_id = $1, lease_token = $2, \
              lease_seconds = $3, lease_expires_ms = $4, deliveries = deliveries + 1, \
@@ -53,16 +55,20 @@ macro_rules! claim_trial_sql {
             $languages,
             " ORDER BY id LIMIT 1",
             $lock,
+            ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL",
+            $share,
             ") RETURNING id, lease_expires_ms, language, files, package_sha256, package_size, time_limit"
         )
     };
 }
 
-const CLAIM_SQLITE: &str = claim_trial_sql!("language IN (SELECT value FROM json_each($5))", "");
-const CLAIM_PG: &str = claim_trial_sql!("language = ANY($5)", " FOR UPDATE SKIP LOCKED");
-const RUNNER_ACTIVE_SQLITE: &str = "SELECT id FROM runners WHERE id = $1 AND revoked_ms IS NULL";
-const RUNNER_ACTIVE_PG: &str =
-    "SELECT id FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE";
+const CLAIM_SQLITE: &str =
+    claim_trial_sql!("language IN (SELECT value FROM json_each($5))", "", "");
+const CLAIM_PG: &str = claim_trial_sql!(
+    "language = ANY($5)",
+    " FOR UPDATE SKIP LOCKED",
+    " FOR SHARE"
+);
 
 const COMPLETE: &str = fenced!(
     "trials",
@@ -96,6 +102,10 @@ impl Db {
         };
         if claimed.is_some() {
             self.counters(Work::Trial).claims.inc();
+        } else if self.runner_revoked(lease.runner_id).await? {
+            return Err(DbError::RunnerRevoked {
+                runner_id: lease.runner_id,
+            });
         }
         Ok(claimed)
     }
@@ -119,8 +129,10 @@ impl Db {
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id)
             .fetch_optional(pool).await)?;
         match resent {
-            Some(_) => Ok((ResultOutcome::AlreadyStored, None)),
-            None => Err(self.lease_lost(Work::Trial)),
+            Some(_) if !self.runner_revoked(fence.runner_id).await? => {
+                Ok((ResultOutcome::AlreadyStored, None))
+            }
+            _ => self.fenced(fence, None).await,
         }
     }
 
@@ -155,15 +167,6 @@ async fn claim_trial_sqlite(
         detail: format!("languages do not serialise: {e}"),
     })?;
     let mut tx = pool.begin_write().await?;
-    let active: Option<i64> = sqlx::query_scalar(RUNNER_ACTIVE_SQLITE)
-        .bind(lease.runner_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if active.is_none() {
-        return Err(DbError::RunnerRevoked {
-            runner_id: lease.runner_id,
-        });
-    }
     let claimed = sqlx::query_as(CLAIM_SQLITE)
         .bind(lease.runner_id)
         .bind(lease.lease_token)
@@ -181,24 +184,12 @@ async fn claim_trial_pg(
     languages: &[String],
     lease: NewLease<'_>,
 ) -> Result<Option<ClaimedTrial>, DbError> {
-    let mut tx = pool.begin_write().await?;
-    let active: Option<i64> = sqlx::query_scalar(RUNNER_ACTIVE_PG)
-        .bind(lease.runner_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if active.is_none() {
-        return Err(DbError::RunnerRevoked {
-            runner_id: lease.runner_id,
-        });
-    }
-    let claimed = sqlx::query_as(CLAIM_PG)
+    Ok(sqlx::query_as(CLAIM_PG)
         .bind(lease.runner_id)
         .bind(lease.lease_token)
         .bind(lease.lease_seconds)
         .bind(lease.expires_ms)
         .bind(languages)
-        .fetch_optional(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(claimed)
+        .fetch_optional(pool)
+        .await?)
 }

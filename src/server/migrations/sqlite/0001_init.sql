@@ -61,10 +61,12 @@ CREATE TABLE jobs (
     created_ms          INTEGER NOT NULL,
     UNIQUE (submission_id, attempt)
 );
+-- Only what the hot paths need. Claims walk the Queued rows oldest first; the
+-- reaper and revocation walk the Running rows (at most one per Runner slot) and
+-- filter them, so no index holds lease_expires_ms and a renewal changes no indexed
+-- column. Siblings are found through UNIQUE (submission_id, attempt).
 CREATE INDEX jobs_queued ON jobs (id) WHERE state = 'Queued';
-CREATE INDEX jobs_running_expiry ON jobs (lease_expires_ms) WHERE state = 'Running';
-CREATE INDEX jobs_running_by_runner ON jobs (runner_id) WHERE state = 'Running';
-CREATE INDEX jobs_by_submission ON jobs (submission_id, state);
+CREATE INDEX jobs_running ON jobs (id) WHERE state = 'Running';
 
 CREATE TABLE results (
     evaluation_job_id   INTEGER PRIMARY KEY REFERENCES jobs (id),
@@ -114,6 +116,5 @@ CREATE TABLE trials (
     created_ms          INTEGER NOT NULL
 );
 CREATE INDEX trials_queued ON trials (id) WHERE state = 'Queued';
-CREATE INDEX trials_running_expiry ON trials (lease_expires_ms) WHERE state = 'Running';
-CREATE INDEX trials_running_by_runner ON trials (runner_id) WHERE state = 'Running';
+CREATE INDEX trials_running ON trials (id) WHERE state = 'Running';
 CREATE INDEX trials_live_by_sha ON trials (package_sha256) WHERE state IN ('Queued', 'Running');
