@@ -7,7 +7,7 @@
 //!
 //! Without `DATABASE_URL_POSTGRES` only SQLite is measured. Knobs (env):
 //! `BENCH_JOBS` per round (default 3000), `BENCH_ROUNDS` per backend (default 3),
-//! `BENCH_RUNNERS` (default 64).
+//! `BENCH_RUNNERS` (default 64), `BENCH_PG_CONNECTIONS` (32), `BENCH_SQLITE_CONNECTIONS` (8).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::HashSet;
@@ -58,7 +58,11 @@ async fn start(
 ) -> Backend {
     let mut config = Config::new(url, dir.join(name), MANAGER);
     config.listen = "127.0.0.1:0".into();
-    config.max_connections = if name == "postgres" { 32 } else { 8 };
+    config.max_connections = if name == "postgres" {
+        env_usize("BENCH_PG_CONNECTIONS", 32)
+    } else {
+        env_usize("BENCH_SQLITE_CONNECTIONS", 8)
+    } as u32;
     let handle = server::start(config, Arc::new(SystemClock)).await.unwrap();
     let base = handle.base_url();
     let resp = http

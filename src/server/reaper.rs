@@ -63,5 +63,8 @@ pub async fn run(state: AppState, interval: Duration, stop: CancellationToken) {
         if let Err(e) = reap_once(&state).await {
             tracing::warn!(error = %e, "reaper sweep failed; retrying next interval");
         }
+        if let Err(e) = state.db.refresh_planner_stats().await {
+            tracing::warn!(error = %e, "refreshing planner statistics failed");
+        }
     }
 }

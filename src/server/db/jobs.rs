@@ -59,7 +59,7 @@ pub enum ResultOutcome {
 macro_rules! claim_returning {
     () => {
         " RETURNING id, submission_id, attempt, problem_version_id, lease_expires_ms, \
-         (SELECT s.language FROM submissions s WHERE s.id = jobs.submission_id) AS language, \
+         language, \
          (SELECT s.files FROM submissions s WHERE s.id = jobs.submission_id) AS files, \
          (SELECT v.sha256 FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS sha256, \
          (SELECT v.size FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS size, \
@@ -78,20 +78,20 @@ macro_rules! claim_update {
 }
 
 /// The oldest claimable job: filters (1) Queued, (2) a language the Runner offers
-/// (`$5`), (4) no other attempt of its submission Running. Filter (4) is written
-/// as "no sibling Running, and no OLDER sibling Queued": the same answer as the
-/// contract's oldest-first rule, but one a single statement can keep under
-/// concurrency. A sibling claimed a moment ago stays Queued-or-Running, so this
-/// job is never picked beside it, even by a claimer whose snapshot predates that
-/// claim (a bare "no sibling Running" test would be blind to it).
+/// (`$5`), (4) no other attempt of its submission Running. Filter (4) reads the
+/// one sibling that can be live beside this job, `waits_for` (see the schema), by
+/// primary key, and asks it to be neither Running nor Queued: the contract's rule
+/// with oldest-first folded in, in a form one statement keeps under concurrency
+/// (a claimer whose snapshot predates a sibling's claim still sees that sibling
+/// live, as Queued). Written as a per-row scalar subquery, not an anti-join, so
+/// the planner walks `jobs_queued` in id order and stops at the first hit.
 macro_rules! claimable_job {
     ($languages:literal, $lock:literal) => {
         concat!(
-            "SELECT j.id FROM jobs j JOIN submissions s ON s.id = j.submission_id \
-             WHERE j.state = 'Queued' AND ",
+            "SELECT j.id FROM jobs j WHERE j.state = 'Queued' AND ",
             $languages,
-            " AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.submission_id = j.submission_id \
-               AND r.id <> j.id AND (r.state = 'Running' OR (r.state = 'Queued' AND r.id < j.id))) \
+            " AND (j.waits_for IS NULL OR (SELECT w.state FROM jobs w WHERE w.id = j.waits_for) \
+               NOT IN ('Queued', 'Running')) \
              ORDER BY j.id LIMIT 1",
             $lock
         )
@@ -103,7 +103,7 @@ macro_rules! claimable_job {
 const CLAIM_SQLITE: &str = concat!(
     claim_update!(),
     "WHERE id = (",
-    claimable_job!("s.language IN (SELECT value FROM json_each($5))", ""),
+    claimable_job!("j.language IN (SELECT value FROM json_each($5))", ""),
     ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
     claim_returning!()
 );
@@ -115,7 +115,7 @@ const CLAIM_SQLITE: &str = concat!(
 const CLAIM_PG: &str = concat!(
     claim_update!(),
     "WHERE id = (",
-    claimable_job!("s.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
+    claimable_job!("j.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
     ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
     claim_returning!()
 );
@@ -148,9 +148,12 @@ const CANCEL: &str = "UPDATE jobs SET state = 'Cancelled', row_version = row_ver
      WHERE id = $1 AND state IN ('Queued', 'Running') RETURNING id";
 const STATE_OF: &str = "SELECT state FROM jobs WHERE id = $1";
 
-const LOCK_SUBMISSION_SQLITE: &str = "SELECT problem_id FROM submissions WHERE id = $1";
+const LOCK_SUBMISSION_SQLITE: &str = "SELECT problem_id, language FROM submissions WHERE id = $1";
 const LOCK_SUBMISSION_PG: &str =
-    "SELECT problem_id FROM submissions WHERE id = $1 FOR NO KEY UPDATE";
+    "SELECT problem_id, language FROM submissions WHERE id = $1 FOR NO KEY UPDATE";
+/// After the Queued siblings are superseded, the one still live (Running), if any.
+const LIVE_SIBLING: &str =
+    "SELECT MAX(id) FROM jobs WHERE submission_id = $1 AND state IN ('Queued', 'Running')";
 const LATEST_ATTEMPT: &str = "SELECT MAX(attempt) FROM jobs WHERE submission_id = $1";
 const SUPERSEDE_QUEUED: &str = "UPDATE jobs SET state = 'Superseded', \
      row_version = row_version + 1 WHERE submission_id = $1 AND state = 'Queued'";
@@ -160,11 +163,11 @@ macro_rules! rejudge_in {
     ($pool:expr, $lock:expr, $submission_id:expr, $expected:expr, $now:expr) => {
         async {
             let mut tx = $pool.begin_write().await?;
-            let problem_id: Option<i64> = sqlx::query_scalar($lock)
+            let submission: Option<(i64, String)> = sqlx::query_as($lock)
                 .bind($submission_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-            let Some(problem_id) = problem_id else {
+            let Some((problem_id, language)) = submission else {
                 return Err(DbError::NotFound {
                     what: "submission",
                     id: $submission_id,
@@ -188,6 +191,10 @@ macro_rules! rejudge_in {
                 .bind($submission_id)
                 .execute(&mut *tx)
                 .await?;
+            let waits_for: Option<i64> = sqlx::query_scalar(LIVE_SIBLING)
+                .bind($submission_id)
+                .fetch_one(&mut *tx)
+                .await?;
             let version_id: i64 = sqlx::query_scalar(LATEST_VERSION)
                 .bind(problem_id)
                 .fetch_one(&mut *tx)
@@ -197,6 +204,8 @@ macro_rules! rejudge_in {
                 .bind($submission_id)
                 .bind(attempt)
                 .bind(version_id)
+                .bind(language)
+                .bind(waits_for)
                 .bind($now)
                 .fetch_one(&mut *tx)
                 .await?;

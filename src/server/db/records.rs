@@ -163,7 +163,8 @@ impl Db {
                 .bind(problem_id).bind(language).bind(files_json).bind(now)
                 .fetch_one(&mut *tx).await?;
             let job_id: i64 = sqlx::query_scalar(INSERT_JOB)
-                .bind(submission_id).bind(1_i64).bind(version_id).bind(now)
+                .bind(submission_id).bind(1_i64).bind(version_id).bind(language)
+                .bind(None::<i64>).bind(now)
                 .fetch_one(&mut *tx).await?;
             tx.commit().await?;
             Ok(Some((submission_id, job_id)))
@@ -194,7 +195,8 @@ impl Db {
 pub(crate) const LATEST_VERSION: &str =
     "SELECT id FROM problem_versions WHERE problem_id = $1 ORDER BY id DESC LIMIT 1";
 
-/// A new Queued attempt: `$1` submission, `$2` attempt, `$3` version, `$4` now.
+/// A new Queued attempt: `$1` submission, `$2` attempt, `$3` version, `$4`
+/// language, `$5` the running sibling it waits for, `$6` now.
 pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs \
-     (submission_id, attempt, problem_version_id, state, created_ms) \
-     VALUES ($1, $2, $3, 'Queued', $4) RETURNING id";
+     (submission_id, attempt, problem_version_id, language, waits_for, state, created_ms) \
+     VALUES ($1, $2, $3, $4, $5, 'Queued', $6) RETURNING id";

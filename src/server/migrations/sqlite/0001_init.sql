@@ -45,6 +45,13 @@ CREATE TABLE jobs (
     submission_id       INTEGER NOT NULL REFERENCES submissions (id),
     attempt             INTEGER NOT NULL,
     problem_version_id  INTEGER NOT NULL REFERENCES problem_versions (id),
+    language            TEXT    NOT NULL,  -- the submission's, copied: the claim filters on it
+    -- The sibling attempt that was Running when this one was created (a rejudge),
+    -- if any. Filter (4) of the claim is "that attempt is neither Queued nor
+    -- Running": one primary-key lookup instead of a search of the submission's
+    -- attempts. Queued siblings are superseded by the rejudge, so no other older
+    -- attempt can be live, and no newer one can run before this one ends.
+    waits_for           INTEGER REFERENCES jobs (id),
     runner_id           INTEGER REFERENCES runners (id),
     state               TEXT    NOT NULL,
     lease_token         TEXT,
@@ -64,7 +71,7 @@ CREATE TABLE jobs (
 -- Only what the hot paths need. Claims walk the Queued rows oldest first; the
 -- reaper and revocation walk the Running rows (at most one per Runner slot) and
 -- filter them, so no index holds lease_expires_ms and a renewal changes no indexed
--- column. Siblings are found through UNIQUE (submission_id, attempt).
+-- column. A submission's attempts are found through UNIQUE (submission_id, attempt).
 CREATE INDEX jobs_queued ON jobs (id) WHERE state = 'Queued';
 CREATE INDEX jobs_running ON jobs (id) WHERE state = 'Running';
 
