@@ -58,11 +58,12 @@ async fn start(
 ) -> Backend {
     let mut config = Config::new(url, dir.join(name), MANAGER);
     config.listen = "127.0.0.1:0".into();
-    config.max_connections = if name == "postgres" {
+    let connections = if name == "postgres" {
         env_usize("BENCH_PG_CONNECTIONS", 32)
     } else {
         env_usize("BENCH_SQLITE_CONNECTIONS", 8)
-    } as u32;
+    };
+    config.max_connections = u32::try_from(connections).unwrap();
     let handle = server::start(config, Arc::new(SystemClock)).await.unwrap();
     let base = handle.base_url();
     let resp = http
