@@ -1,6 +1,6 @@
 //! `judge-runner serve`: the command line into a `server::Config`, then serve
 //! until SIGINT/SIGTERM. Exit 0 after a clean shutdown, 1 when the Server failed,
-//! 2 when it cannot start for want of configuration (no manager token).
+//! 2 when its configuration is unusable (no manager token, a zero lease, ...).
 
 use std::process::ExitCode;
 
@@ -35,7 +35,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     };
     match runtime.block_on(server::serve(config)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ ServerError::NoManagerToken) => {
+        Err(e @ (ServerError::NoManagerToken | ServerError::Config(_))) => {
             eprintln!("judge-runner serve: {e}");
             ExitCode::from(super::EXIT_USAGE)
         }

@@ -37,6 +37,8 @@ pub enum ServerError {
          the Server refuses to start without one"
     )]
     NoManagerToken,
+    #[error("invalid configuration: {0}")]
+    Config(String),
     #[error(transparent)]
     Db(#[from] db::DbError),
     #[error(transparent)]

@@ -67,6 +67,28 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Refuses settings the Server cannot honour.
+    pub fn check(&self) -> Result<(), ServerError> {
+        if self.manager_token.trim().is_empty() {
+            return Err(ServerError::NoManagerToken);
+        }
+        let bad = |what: &str| Err(ServerError::Config(what.to_string()));
+        if self.lease_seconds == 0 || self.lease_seconds > 7 * 24 * 3600 {
+            return bad("--lease-seconds must be between 1 and 604800");
+        }
+        if self.delivery_cap == 0 {
+            return bad("--delivery-cap must be at least 1");
+        }
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return bad("--public-url must start with http:// or https://");
+        }
+        Ok(())
+    }
+}
+
 /// Shared by every handler and the reaper; cheap to clone.
 #[derive(Clone)]
 pub struct AppState(Arc<Shared>);
@@ -95,9 +117,7 @@ impl Deref for AppState {
 impl AppState {
     /// Connects and migrates the database and opens the storage directory.
     pub async fn open(config: Config, clock: Arc<dyn Clock>) -> Result<AppState, ServerError> {
-        if config.manager_token.trim().is_empty() {
-            return Err(ServerError::NoManagerToken);
-        }
+        config.check()?;
         let metrics = Arc::new(Metrics::default());
         let db = Db::connect(
             &config.database,
