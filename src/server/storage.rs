@@ -109,6 +109,7 @@ impl Storage {
             })?;
             size += chunk.len() as u64;
             if size > limit {
+                drain(&mut stream, size).await;
                 return Err(StorageError::TooLarge { limit });
             }
             hasher.update(&chunk);
@@ -161,6 +162,24 @@ impl Storage {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot remove file"),
+        }
+    }
+}
+
+/// Bytes of an oversized upload read and dropped before answering 413: a client
+/// still sending gets the answer instead of a reset connection. Past this, the
+/// connection is dropped.
+const DRAIN_AT_MOST: u64 = 64 << 20;
+
+async fn drain<S, E>(stream: &mut std::pin::Pin<&mut S>, mut seen: u64)
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    let stop = seen.saturating_add(DRAIN_AT_MOST);
+    while seen < stop {
+        match stream.next().await {
+            Some(Ok(chunk)) => seen += chunk.len() as u64,
+            _ => return,
         }
     }
 }
