@@ -354,10 +354,15 @@ async fn package_is_stored_by_digest_and_streamed_back(backend: Backend) {
 async fn invalid_package_allowed_when_valid(backend: Backend) {
     let s = TestServer::start(backend).await;
     for pkg in [
-        tar_gz(&[("problem.yaml", b"name: x\n")]),
+        tar_gz(&[
+            ("problem.yaml", b"name: x\n"),
+            ("data/secret/a.in", b"1\n"),
+            ("data/secret/a.ans", b"1\n"),
+        ]),
         tar_gz(&[
             ("top/problem.yaml", b"name: x\n"),
             ("top/data/secret/a.in", b"1\n"),
+            ("top/data/secret/a.ans", b"1\n"),
         ]),
         tar_gz(&[
             ("./data/sample/1.in", b"1\n"),
@@ -375,10 +380,15 @@ async fn invalid_package_denied(backend: Backend) {
     let not_gzip = b"this is not a tarball".to_vec();
     let no_problem = tar_gz(&[("README", b"hi\n")]);
     let two_tops = tar_gz(&[("a/problem.yaml", b"x"), ("b/problem.yaml", b"y")]);
+    // Well-formed archives whose content is not a judgeable problem.
+    let no_tests = tar_gz(&[("problem.yaml", b"name: x\n")]);
+    let missing_answer = tar_gz(&[("problem.yaml", b"name: x\n"), ("data/secret/a.in", b"1\n")]);
     for (what, pkg) in [
         ("not gzip", not_gzip),
         ("no problem", no_problem),
         ("two tops", two_tops),
+        ("no tests", no_tests),
+        ("missing answer", missing_answer),
     ] {
         let (status, body) = s.upload(pkg, "").await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {body}");

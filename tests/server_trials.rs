@@ -132,7 +132,11 @@ async fn trial_is_claimed_after_jobs_and_completes_with_timings(backend: Backend
     let trial_id = body["trial_id"].as_i64().unwrap();
     // A problem whose package differs from the trial's, so the trial's is served
     // from the trial's own file.
-    let other = server_common::tar_gz(&[("problem.yaml", b"name: other\n")]);
+    let other = server_common::tar_gz(&[
+        ("problem.yaml", b"name: other\n"),
+        ("data/secret/1.in", b""),
+        ("data/secret/1.ans", b"x\n"),
+    ]);
     let (status, body) = s.upload(other, "").await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let problem = body["problem_id"].as_i64().unwrap();
