@@ -283,6 +283,9 @@ pub struct ServeArgs {
     /// Largest package or attachment upload accepted
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub max_upload: ByteSize,
+    /// Database connections this server may hold
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub db_connections: u32,
     /// The manager token (every scope)
     #[arg(
         long,

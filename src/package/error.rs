@@ -65,6 +65,23 @@ pub enum PackageError {
 }
 
 impl PackageError {
+    /// The same error with a file path inside `root` made relative to it: errors of
+    /// a package unpacked into a temporary directory name the file as it is in the
+    /// archive, not where the archive happened to be unpacked.
+    pub fn relative_to(self, root: &std::path::Path) -> Self {
+        match self {
+            PackageError::Invalid { path, reason } => {
+                let path = match path.strip_prefix(root) {
+                    Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+                    Ok(rel) => rel.to_path_buf(),
+                    Err(_) => path,
+                };
+                PackageError::Invalid { path, reason }
+            }
+            other => other,
+        }
+    }
+
     /// The stable reason string of the contract (`failure_reason` of a job).
     pub fn code(&self) -> &'static str {
         match self {

@@ -52,7 +52,7 @@ pub fn load(path: &Path, limits: &UnpackLimits) -> Result<LoadedPackage, Package
         })?;
     unpack_into(path, dir.path(), limits)?;
     Ok(LoadedPackage {
-        problem: parse(dir.path())?,
+        problem: parse(dir.path()).map_err(|e| e.relative_to(dir.path()))?,
         unpacked: Some(dir),
     })
 }

@@ -85,6 +85,8 @@ pub mod error {
     pub const NOT_FOUND: &str = "not_found";
     /// An uploaded package is not a valid problem package.
     pub const PACKAGE_INVALID: &str = "package.invalid";
+    /// The database is not answering (pool exhausted or down); retry later.
+    pub const UNAVAILABLE: &str = "unavailable";
     /// Something failed on the Server; the cause is logged, not echoed.
     pub const INTERNAL: &str = "internal";
 }

@@ -211,6 +211,20 @@ pub struct TrialResultBody {
     pub timings: Vec<Timing>,
 }
 
+/// `200` answer of a release, failure or result: the state the call left the
+/// job (or trial) in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateAnswer {
+    pub state: JobState,
+}
+
+/// `200` answer of `PUT /api/jobs/{id}/files/{name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStored {
+    pub name: String,
+    pub size: u64,
+}
+
 // ----------------------------------------------------------------------------------
 // Manager calls
 
@@ -226,6 +240,15 @@ pub struct RunnerCreated {
     pub runner_id: Id,
     /// Shown once; the Server keeps only its SHA-256.
     pub key: String,
+}
+
+/// `200` answer of `DELETE /api/runners/{id}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerRevoked {
+    pub runner_id: Id,
+    pub revoked: bool,
+    /// Jobs and trials the runner held that went back to Queued (or Failed at the cap).
+    pub requeued: u64,
 }
 
 /// `201` answer of `POST /api/problems`.
@@ -280,6 +303,12 @@ pub struct TrialCreated {
 
 // ----------------------------------------------------------------------------------
 // Views
+
+/// `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    pub status: String,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {

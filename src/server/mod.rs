@@ -1,3 +1,159 @@
 //! The Server (`judge-runner serve`): jobs, leases, fencing, reaper, results and
 //! trials over HTTP, on SQLite or PostgreSQL. Never imports `runner`, `judge` or
 //! `sandbox`.
+//!
+//! - [`router`] builds the axum router over an [`AppState`] (tests drive it with
+//!   `oneshot`);
+//! - [`start`] opens the state, binds, and runs the router and the reaper in the
+//!   background, answering a [`ServerHandle`] (tests, the demo);
+//! - [`serve`] is `start` until SIGINT/SIGTERM (the `serve` command).
+
+pub mod auth;
+pub mod clock;
+pub mod db;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod packages;
+pub mod reaper;
+pub mod routes;
+pub mod state;
+pub mod storage;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use routes::router;
+pub use state::{AppState, Config};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(
+        "no manager token: set JUDGE_MANAGER_TOKEN (e.g. `export JUDGE_MANAGER_TOKEN=$(head -c 32 /dev/urandom | base64)`); \
+         the Server refuses to start without one"
+    )]
+    NoManagerToken,
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Db(#[from] db::DbError),
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// A running Server: its address, its state, and the way to stop it.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    state: AppState,
+    stop: CancellationToken,
+    http: JoinHandle<std::io::Result<()>>,
+    reaper: JoinHandle<()>,
+}
+
+impl ServerHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, what Runners and clients are given.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Stops accepting, lets in-flight requests finish, stops the reaper, closes
+    /// the database pool.
+    pub async fn shutdown(self) -> Result<(), ServerError> {
+        self.stop.cancel();
+        let served = self.http.await;
+        let _ = self.reaper.await;
+        self.state.db.close().await;
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(ServerError::Serve(e)),
+            Err(e) => Err(ServerError::Serve(std::io::Error::other(e))),
+        }
+    }
+
+    /// Waits until the HTTP server ends on its own (it only does on error).
+    async fn wait_or(self, stop: impl Future<Output = ()>) -> Result<(), ServerError> {
+        stop.await;
+        self.shutdown().await
+    }
+}
+
+/// Opens the database and storage, binds `config.listen`, and serves in the
+/// background with the reaper, on `clock`.
+pub async fn start(config: Config, clock: Arc<dyn Clock>) -> Result<ServerHandle, ServerError> {
+    let listen = config.listen.clone();
+    let reap_interval = config.reap_interval;
+    let state = AppState::open(config, clock).await?;
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: listen.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: listen,
+        source,
+    })?;
+    let stop = CancellationToken::new();
+    let app = router(state.clone());
+    let http = tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(stop.clone().cancelled_owned())
+            .into_future(),
+    );
+    let reaper = tokio::spawn(reaper::run(state.clone(), reap_interval, stop.clone()));
+    Ok(ServerHandle {
+        addr,
+        state,
+        stop,
+        http,
+        reaper,
+    })
+}
+
+/// `judge-runner serve`: runs until SIGINT or SIGTERM, then shuts down cleanly.
+/// Prints `listening on http://ADDR` on stdout once it accepts connections.
+pub async fn serve(config: Config) -> Result<(), ServerError> {
+    let handle = start(config, Arc::new(SystemClock)).await?;
+    println!("listening on {}", handle.base_url());
+    tracing::info!(addr = %handle.addr(), "judge-runner serve: listening");
+    handle.wait_or(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,238 @@
+//! Who is calling: the manager (token from `JUDGE_MANAGER_TOKEN`, every scope), a
+//! Runner (a key from `POST /api/runners`), or an API token (`POST /api/tokens`,
+//! only its scopes). Keys and tokens are stored as SHA-256 digests and compared in
+//! constant time. No or an unknown token: 401 `auth.required`; the wrong kind: 403
+//! `auth.forbidden`; a revoked runner key: 401 `auth.revoked`.
+//!
+//! Secrets carry a prefix saying what they are (`jrk_` runner key, `jrt_` API
+//! token), so one lookup identifies a caller.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use rand::RngCore as _;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+
+use super::error::ApiError;
+use super::state::AppState;
+use crate::protocol::codes::scope;
+
+pub const RUNNER_KEY_PREFIX: &str = "jrk_";
+pub const API_TOKEN_PREFIX: &str = "jrt_";
+
+/// The scopes `POST /api/tokens` can grant.
+pub const GRANTABLE_SCOPES: [&str; 1] = [scope::TRIAL_RUN];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    Manager,
+    Runner { runner_id: i64 },
+    Token { token_id: i64, scopes: Vec<String> },
+}
+
+/// A fresh secret: `prefix` + 256 random bits in hex.
+pub fn new_secret(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+/// A fresh lease token (128 random bits in hex).
+pub fn new_lease_token() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+pub fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+pub fn digest_hex(secret: &str) -> String {
+    hex::encode(digest(secret))
+}
+
+fn same_digest(a: &[u8], b: &[u8]) -> bool {
+    a.ct_eq(b).into()
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// How a runner key is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunnerCheck {
+    /// Read the key and its revocation from the database.
+    Fresh,
+    /// A key already seen on this server maps to its runner without a query. Only
+    /// for routes where the database itself refuses a revoked runner: the claim
+    /// (filter 3) and every fenced call (revocation requeued all the runner held,
+    /// and [`crate::server::db::Db::fenced`] answers 401 for a revoked key).
+    Cached,
+}
+
+/// Identifies the caller of a request, or refuses it (401).
+pub async fn identify(parts: &Parts, state: &AppState) -> Result<Caller, ApiError> {
+    identify_with(parts, state, RunnerCheck::Fresh).await
+}
+
+async fn identify_with(
+    parts: &Parts,
+    state: &AppState,
+    check: RunnerCheck,
+) -> Result<Caller, ApiError> {
+    let token = bearer(parts).ok_or(ApiError::AuthRequired)?;
+    let presented = digest(token);
+    if same_digest(&presented, state.manager_token_digest()) {
+        return Ok(Caller::Manager);
+    }
+    let presented_hex = hex::encode(presented);
+    if token.starts_with(RUNNER_KEY_PREFIX) {
+        if check == RunnerCheck::Cached
+            && let Some(runner_id) = state.runner_keys.get(&presented_hex)
+        {
+            return Ok(Caller::Runner { runner_id });
+        }
+        let key = state.db.runner_by_key_hash(&presented_hex).await?;
+        return match key {
+            Some(k) if same_digest(k.key_hash.as_bytes(), presented_hex.as_bytes()) => {
+                if k.revoked {
+                    Err(ApiError::AuthRevoked)
+                } else {
+                    state.runner_keys.insert(presented_hex, k.runner_id);
+                    Ok(Caller::Runner {
+                        runner_id: k.runner_id,
+                    })
+                }
+            }
+            _ => Err(ApiError::AuthRequired),
+        };
+    }
+    if token.starts_with(API_TOKEN_PREFIX) {
+        let found = state.db.api_token_by_hash(&presented_hex).await?;
+        if let Some(t) = found
+            && same_digest(t.token_hash.as_bytes(), presented_hex.as_bytes())
+        {
+            return Ok(Caller::Token {
+                token_id: t.token_id,
+                scopes: t.scopes,
+            });
+        }
+    }
+    Err(ApiError::AuthRequired)
+}
+
+/// The manager token.
+#[derive(Debug, Clone, Copy)]
+pub struct ManagerAuth;
+
+/// A Runner's key. Revocation is enforced by the database on every route that
+/// takes this (see [`RunnerCheck::Cached`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RunnerAuth {
+    pub runner_id: i64,
+}
+
+/// Scope `trial:run`: the manager (`token_id: None`) or an API token with it.
+#[derive(Debug, Clone, Copy)]
+pub struct TrialAuth {
+    pub token_id: Option<i64>,
+}
+
+/// Who may download packages: a Runner or the manager.
+#[derive(Debug, Clone, Copy)]
+pub struct PackageAuth;
+
+impl FromRequestParts<AppState> for ManagerAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match identify(parts, state).await? {
+            Caller::Manager => Ok(ManagerAuth),
+            _ => Err(ApiError::AuthForbidden),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for RunnerAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match identify_with(parts, state, RunnerCheck::Cached).await? {
+            Caller::Runner { runner_id } => Ok(RunnerAuth { runner_id }),
+            _ => Err(ApiError::AuthForbidden),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for TrialAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match identify(parts, state).await? {
+            Caller::Manager => Ok(TrialAuth { token_id: None }),
+            Caller::Token { token_id, scopes } if scopes.iter().any(|s| s == scope::TRIAL_RUN) => {
+                Ok(TrialAuth {
+                    token_id: Some(token_id),
+                })
+            }
+            _ => Err(ApiError::AuthForbidden),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for PackageAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match identify(parts, state).await? {
+            Caller::Manager | Caller::Runner { .. } => Ok(PackageAuth),
+            Caller::Token { .. } => Err(ApiError::AuthForbidden),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_prefixed_random_and_digests_compare() {
+        let a = new_secret(RUNNER_KEY_PREFIX);
+        let b = new_secret(RUNNER_KEY_PREFIX);
+        assert!(a.starts_with("jrk_") && a.len() == 4 + 64);
+        assert_ne!(a, b);
+        assert_eq!(new_lease_token().len(), 32);
+        assert!(same_digest(&digest(&a), &digest(&a)));
+        assert!(!same_digest(&digest(&a), &digest(&b)));
+        assert_eq!(digest_hex("abc").len(), 64);
+    }
+}
+
+/// Runner keys seen on this server: digest → runner id. The mapping never
+/// changes (a key belongs to one runner for ever), so it needs no expiry;
+/// revocation is not cached here but read from the database where it matters.
+#[derive(Debug, Default)]
+pub struct RunnerKeyCache {
+    keys: std::sync::RwLock<std::collections::HashMap<String, i64>>,
+}
+
+impl RunnerKeyCache {
+    fn get(&self, key_hash: &str) -> Option<i64> {
+        self.keys.read().ok()?.get(key_hash).copied()
+    }
+
+    fn insert(&self, key_hash: String, runner_id: i64) {
+        if let Ok(mut keys) = self.keys.write() {
+            keys.insert(key_hash, runner_id);
+        }
+    }
+
+    /// Forgets a revoked runner's keys (tidiness: the database refuses it anyway).
+    pub fn forget_runner(&self, runner_id: i64) {
+        if let Ok(mut keys) = self.keys.write() {
+            keys.retain(|_, id| *id != runner_id);
+        }
+    }
+}

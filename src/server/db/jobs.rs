@@ -1,0 +1,445 @@
+//! The life of an EvaluationJob beyond the shared lease rules: the claim with its
+//! four filters, the result (Completed + Result row under the fence), attachments,
+//! cancel and rejudge.
+
+use sqlx::FromRow;
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
+
+use super::lease::{Fence, TOUCH_JOB, fenced};
+use super::records::{INSERT_JOB, LATEST_VERSION};
+use super::{BeginWrite as _, Db, DbError, Pool, Work, is_unique_violation, on_pool, parse_state};
+use crate::server::clock::Millis;
+
+/// What a claim hands out, besides the lease token and duration the caller chose.
+#[derive(Debug, Clone, FromRow)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub submission_id: i64,
+    pub attempt: i64,
+    pub problem_version_id: i64,
+    pub lease_expires_ms: i64,
+    pub language: String,
+    /// The submission's files as the wire JSON array.
+    pub files: String,
+    pub sha256: String,
+    pub size: i64,
+    pub time_limit: Option<f64>,
+}
+
+/// The lease a claim grants.
+#[derive(Debug, Clone, Copy)]
+pub struct NewLease<'a> {
+    pub runner_id: i64,
+    pub lease_token: &'a str,
+    pub lease_seconds: i64,
+    pub now: Millis,
+    pub expires_ms: Millis,
+}
+
+/// A Result as stored; `extra`/`props` are JSON text or NULL.
+#[derive(Debug, Clone)]
+pub struct NewResult<'a> {
+    pub score: f64,
+    pub max_score: f64,
+    pub verdict: &'a str,
+    pub extra: Option<&'a str>,
+    pub props: Option<&'a str>,
+    pub runner_version: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultOutcome {
+    Stored,
+    /// The same lease token already completed this job: an idempotent resend.
+    AlreadyStored,
+}
+
+/// Columns of a [`ClaimedJob`], read from the row the claim just updated.
+macro_rules! claim_returning {
+    () => {
+        " RETURNING id, submission_id, attempt, problem_version_id, lease_expires_ms, \
+         language, \
+         (SELECT s.files FROM submissions s WHERE s.id = jobs.submission_id) AS files, \
+         (SELECT v.sha256 FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS sha256, \
+         (SELECT v.size FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS size, \
+         (SELECT v.time_limit FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS time_limit"
+    };
+}
+
+/// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry. Every claim:
+/// `deliveries += 1`, a new token, `acknowledged_at = null`; no `row_version` bump.
+macro_rules! claim_update {
+    () => {
+        "UPDATE jobs SET state = 'Running', runner_id = $1, lease_token = $2, lease_seconds = $3, \
+         lease_expires_ms = $4, deliveries = deliveries + 1, acknowledged_ms = NULL, \
+         progress_done = NULL, progress_total = NULL "
+    };
+}
+
+/// The oldest claimable job: filters (1) Queued, (2) a language the Runner offers
+/// (`$5`), (4) no other attempt of its submission Running. Filter (4) reads the
+/// one sibling that can be live beside this job, `waits_for` (see the schema), by
+/// primary key, and asks it to be neither Running nor Queued: the contract's rule
+/// with oldest-first folded in, in a form one statement keeps under concurrency
+/// (a claimer whose snapshot predates a sibling's claim still sees that sibling
+/// live, as Queued). Written as a per-row scalar subquery, not an anti-join, so
+/// the planner walks `jobs_queued` in id order and stops at the first hit.
+macro_rules! claimable_job {
+    ($languages:literal, $lock:literal) => {
+        concat!(
+            "SELECT j.id FROM jobs j WHERE j.state = 'Queued' AND ",
+            $languages,
+            " AND (j.waits_for IS NULL OR (SELECT w.state FROM jobs w WHERE w.id = j.waits_for) \
+               NOT IN ('Queued', 'Running')) \
+             ORDER BY j.id LIMIT 1",
+            $lock
+        )
+    };
+}
+
+/// SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write lock),
+/// so nothing changes under the filters. Filter (3) in the same statement.
+const CLAIM_SQLITE: &str = concat!(
+    claim_update!(),
+    "WHERE id = (",
+    claimable_job!("j.language IN (SELECT value FROM json_each($5))", ""),
+    ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
+    claim_returning!()
+);
+
+/// PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers are
+/// taking; filter (3) share-locks the runner row, so a revocation (which updates
+/// that row) waits for this claim to commit and then requeues what it took, and a
+/// claim that waited for a revocation re-reads the row and takes nothing.
+const CLAIM_PG: &str = concat!(
+    claim_update!(),
+    "WHERE id = (",
+    claimable_job!("j.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
+    ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
+    claim_returning!()
+);
+
+const COMPLETE: &str = fenced!("jobs", ", state = 'Completed'", "problem_version_id");
+/// SQLite, after `COMPLETE` in the same `BEGIN IMMEDIATE` transaction.
+const INSERT_RESULT: &str = "INSERT INTO results (evaluation_job_id, problem_version_id, \
+     score, max_score, verdict, extra, props, runner_version, created_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+/// PostgreSQL: the fenced update and the Result insert as one statement; the
+/// insert sees only the row the fence let through.
+const COMPLETE_WITH_RESULT_PG: &str = concat!(
+    "WITH done AS (",
+    fenced!("jobs", ", state = 'Completed'", "id, problem_version_id"),
+    ") INSERT INTO results (evaluation_job_id, problem_version_id, \
+     score, max_score, verdict, extra, props, runner_version, created_ms) \
+     SELECT id, problem_version_id, $5, $6, $7, $8, $9, $10, $4 FROM done \
+     RETURNING evaluation_job_id"
+);
+/// A resend is recognised by the token the job was completed under: only a result
+/// call moves a job to Completed, and a Completed job never gets a new token.
+const COMPLETED_BY: &str = "SELECT id FROM jobs \
+     WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Completed'";
+
+const UPSERT_FILE: &str = "INSERT INTO job_files (job_id, name, size, updated_ms) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, name) \
+     DO UPDATE SET size = excluded.size, updated_ms = excluded.updated_ms";
+
+const CANCEL: &str = "UPDATE jobs SET state = 'Cancelled', row_version = row_version + 1 \
+     WHERE id = $1 AND state IN ('Queued', 'Running') RETURNING id";
+const STATE_OF: &str = "SELECT state FROM jobs WHERE id = $1";
+
+const LOCK_SUBMISSION_SQLITE: &str = "SELECT problem_id, language FROM submissions WHERE id = $1";
+const LOCK_SUBMISSION_PG: &str =
+    "SELECT problem_id, language FROM submissions WHERE id = $1 FOR NO KEY UPDATE";
+/// After the Queued siblings are superseded, the one still live (Running), if any.
+const LIVE_SIBLING: &str =
+    "SELECT MAX(id) FROM jobs WHERE submission_id = $1 AND state IN ('Queued', 'Running')";
+const LATEST_ATTEMPT: &str = "SELECT MAX(attempt) FROM jobs WHERE submission_id = $1";
+const SUPERSEDE_QUEUED: &str = "UPDATE jobs SET state = 'Superseded', \
+     row_version = row_version + 1 WHERE submission_id = $1 AND state = 'Queued'";
+
+/// The rejudge transaction, with the backend's way of locking the submission row.
+macro_rules! rejudge_in {
+    ($pool:expr, $lock:expr, $submission_id:expr, $expected:expr, $now:expr) => {
+        async {
+            let mut tx = $pool.begin_write().await?;
+            let submission: Option<(i64, String)> = sqlx::query_as($lock)
+                .bind($submission_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some((problem_id, language)) = submission else {
+                return Err(DbError::NotFound {
+                    what: "submission",
+                    id: $submission_id,
+                });
+            };
+            let latest: Option<i64> = sqlx::query_scalar(LATEST_ATTEMPT)
+                .bind($submission_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let latest = latest.unwrap_or(0);
+            if let Some(expected) = $expected {
+                if expected != latest {
+                    return Err(DbError::AttemptConflict {
+                        submission_id: $submission_id,
+                        expected,
+                        latest,
+                    });
+                }
+            }
+            sqlx::query(SUPERSEDE_QUEUED)
+                .bind($submission_id)
+                .execute(&mut *tx)
+                .await?;
+            let waits_for: Option<i64> = sqlx::query_scalar(LIVE_SIBLING)
+                .bind($submission_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let version_id: i64 = sqlx::query_scalar(LATEST_VERSION)
+                .bind(problem_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let attempt = latest + 1;
+            let job_id: i64 = sqlx::query_scalar(INSERT_JOB)
+                .bind($submission_id)
+                .bind(attempt)
+                .bind(version_id)
+                .bind(language)
+                .bind(waits_for)
+                .bind($now)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok::<_, DbError>((job_id, attempt))
+        }
+        .await
+    };
+}
+
+impl Db {
+    /// Claims the oldest claimable job for this Runner, or `None`.
+    pub async fn claim_job(
+        &self,
+        languages: &[String],
+        lease: NewLease<'_>,
+    ) -> Result<Option<ClaimedJob>, DbError> {
+        let claimed = match self.pool() {
+            Pool::Sqlite(pool) => claim_job_sqlite(pool, languages, lease).await?,
+            Pool::Postgres(pool) => claim_job_pg(pool, languages, lease).await?,
+        };
+        if claimed.is_some() {
+            self.counters(Work::Job).claims.inc();
+        } else if self.runner_revoked(lease.runner_id).await? {
+            return Err(DbError::RunnerRevoked {
+                runner_id: lease.runner_id,
+            });
+        }
+        Ok(claimed)
+    }
+
+    /// Completed + the Result row, both conditioned on the lease: one statement on
+    /// PostgreSQL, one write transaction on SQLite. A call that touched nothing is
+    /// a resend when this very token completed the job.
+    pub async fn complete_job(
+        &self,
+        fence: Fence<'_>,
+        now: Millis,
+        result: &NewResult<'_>,
+    ) -> Result<ResultOutcome, DbError> {
+        let stored = match self.pool() {
+            Pool::Sqlite(pool) => complete_job_sqlite(pool, fence, now, result).await?,
+            Pool::Postgres(pool) => complete_job_pg(pool, fence, now, result).await?,
+        };
+        if stored {
+            return Ok(ResultOutcome::Stored);
+        }
+        let resent: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(COMPLETED_BY)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id)
+            .fetch_optional(pool).await)?;
+        match resent {
+            Some(_) if !self.runner_revoked(fence.runner_id).await? => {
+                Ok(ResultOutcome::AlreadyStored)
+            }
+            _ => self.fenced(fence, None).await,
+        }
+    }
+
+    /// Attaches a file under the fence: the row stays locked while `place` puts the
+    /// file in its final place, so a re-claim cannot slip in between the check and
+    /// the rename.
+    pub async fn attach_job_file(
+        &self,
+        fence: Fence<'_>,
+        now: Millis,
+        name: &str,
+        size: i64,
+        place: impl FnOnce() -> std::io::Result<()>,
+    ) -> Result<(), DbError> {
+        let held: Option<()> = on_pool!(self, pool => {
+            let mut tx = pool.begin_write().await?;
+            let touched: Option<i64> = sqlx::query_scalar(TOUCH_JOB)
+                .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+                .fetch_optional(&mut *tx).await?;
+            if touched.is_some() {
+                place().map_err(|source| DbError::FilePlacement { source })?;
+                sqlx::query(UPSERT_FILE)
+                    .bind(fence.id).bind(name).bind(size).bind(now)
+                    .execute(&mut *tx).await?;
+                tx.commit().await?;
+            }
+            touched.map(|_| ())
+        });
+        self.fenced(fence, held).await
+    }
+
+    /// Queued or Running → Cancelled; a finished attempt answers `AttemptFinished`.
+    pub async fn cancel_job(&self, job_id: i64) -> Result<(), DbError> {
+        let done: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(CANCEL)
+            .bind(job_id).fetch_optional(pool).await)?;
+        if done.is_some() {
+            return Ok(());
+        }
+        let state: Option<String> = on_pool!(self, pool => sqlx::query_scalar(STATE_OF)
+            .bind(job_id).fetch_optional(pool).await)?;
+        match state {
+            Some(state) => Err(DbError::AttemptFinished {
+                job_id,
+                state: parse_state(&state)?,
+            }),
+            None => Err(DbError::NotFound {
+                what: "job",
+                id: job_id,
+            }),
+        }
+    }
+
+    /// A new attempt on the problem's latest version, superseding a Queued sibling;
+    /// a Running one is left to finish. `expected_attempt` is a compare-and-set on
+    /// the latest attempt. Returns `(job_id, attempt)`.
+    pub async fn rejudge(
+        &self,
+        submission_id: i64,
+        expected_attempt: Option<i64>,
+        now: Millis,
+    ) -> Result<(i64, i64), DbError> {
+        let outcome = match self.pool() {
+            Pool::Sqlite(pool) => {
+                rejudge_in!(
+                    pool,
+                    LOCK_SUBMISSION_SQLITE,
+                    submission_id,
+                    expected_attempt,
+                    now
+                )
+            }
+            Pool::Postgres(pool) => {
+                rejudge_in!(
+                    pool,
+                    LOCK_SUBMISSION_PG,
+                    submission_id,
+                    expected_attempt,
+                    now
+                )
+            }
+        };
+        outcome.map_err(|err| match err {
+            DbError::Sql(e) if is_unique_violation(&e) => DbError::AttemptConflict {
+                submission_id,
+                expected: expected_attempt.unwrap_or(0),
+                latest: -1,
+            },
+            other => other,
+        })
+    }
+}
+
+async fn claim_job_sqlite(
+    pool: &SqlitePool,
+    languages: &[String],
+    lease: NewLease<'_>,
+) -> Result<Option<ClaimedJob>, DbError> {
+    let languages_json = serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
+        detail: format!("languages do not serialise: {e}"),
+    })?;
+    let mut tx = pool.begin_write().await?;
+    let claimed = sqlx::query_as(CLAIM_SQLITE)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages_json)
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+async fn claim_job_pg(
+    pool: &PgPool,
+    languages: &[String],
+    lease: NewLease<'_>,
+) -> Result<Option<ClaimedJob>, DbError> {
+    Ok(sqlx::query_as(CLAIM_PG)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages)
+        .fetch_optional(pool)
+        .await?)
+}
+
+async fn complete_job_sqlite(
+    pool: &SqlitePool,
+    fence: Fence<'_>,
+    now: Millis,
+    result: &NewResult<'_>,
+) -> Result<bool, DbError> {
+    let mut tx = pool.begin_write().await?;
+    let version: Option<i64> = sqlx::query_scalar(COMPLETE)
+        .bind(fence.id)
+        .bind(fence.lease_token)
+        .bind(fence.runner_id)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(version_id) = version else {
+        return Ok(false);
+    };
+    sqlx::query(INSERT_RESULT)
+        .bind(fence.id)
+        .bind(version_id)
+        .bind(result.score)
+        .bind(result.max_score)
+        .bind(result.verdict)
+        .bind(result.extra)
+        .bind(result.props)
+        .bind(result.runner_version)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+async fn complete_job_pg(
+    pool: &PgPool,
+    fence: Fence<'_>,
+    now: Millis,
+    result: &NewResult<'_>,
+) -> Result<bool, DbError> {
+    let stored: Option<i64> = sqlx::query_scalar(COMPLETE_WITH_RESULT_PG)
+        .bind(fence.id)
+        .bind(fence.lease_token)
+        .bind(fence.runner_id)
+        .bind(now)
+        .bind(result.score)
+        .bind(result.max_score)
+        .bind(result.verdict)
+        .bind(result.extra)
+        .bind(result.props)
+        .bind(result.runner_version)
+        .fetch_optional(pool)
+        .await?;
+    Ok(stored.is_some())
+}

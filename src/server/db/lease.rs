@@ -1,0 +1,308 @@
+//! The lease rules shared by jobs and trials: every lease-bearing statement, the
+//! reaper's expiry sweep and the requeue of a revoked Runner's work.
+//!
+//! Every lease-bearing statement is built by [`fenced!`]: ONE conditional `UPDATE`
+//! on `id + lease_token + runner_id + state = 'Running'` that also sets
+//! `acknowledged_at` (first call only) and bumps `row_version`. A `None` from it is
+//! turned into `409 lease.lost` by [`Db::fenced`], nowhere else.
+//!
+//! Going back to Queued always checks the delivery cap in the same statement: a row
+//! whose deliveries (after any give-back) reached the cap goes to Failed with
+//! `deliveries.exhausted` instead. `3` in the SQL is the contract's three free
+//! refunds and three free releases.
+
+use super::{Db, DbError, Work, on_pool, parse_state};
+use crate::protocol::JobState;
+use crate::server::clock::Millis;
+
+/// The fenced statement on `$table`: `$1` id, `$2` lease token, `$3` runner, `$4`
+/// now; further arguments from `$5`.
+macro_rules! fenced {
+    ($table:literal, $set:literal, $returning:literal) => {
+        concat!(
+            "UPDATE ",
+            $table,
+            " SET acknowledged_ms = COALESCE(acknowledged_ms, $4), row_version = row_version + 1",
+            $set,
+            " WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running'",
+            " RETURNING ",
+            $returning
+        )
+    };
+}
+pub(crate) use fenced;
+
+/// The same statement for both tables, indexed by [`Work`].
+macro_rules! both_tables {
+    ($set:literal, $returning:literal) => {
+        [
+            fenced!("jobs", $set, $returning),
+            fenced!("trials", $set, $returning),
+        ]
+    };
+}
+
+const fn pick(statements: &[&'static str; 2], work: Work) -> &'static str {
+    match work {
+        Work::Job => statements[0],
+        Work::Trial => statements[1],
+    }
+}
+
+/// Which lease a call presents.
+#[derive(Debug, Clone, Copy)]
+pub struct Fence<'a> {
+    pub work: Work,
+    pub id: i64,
+    pub lease_token: &'a str,
+    pub runner_id: i64,
+}
+
+const RENEW: [&str; 2] = both_tables!(
+    ", lease_expires_ms = $4 + COALESCE($5, lease_seconds) * 1000",
+    "lease_expires_ms"
+);
+const PROGRESS: [&str; 2] = both_tables!(
+    ", lease_expires_ms = $4 + lease_seconds * 1000, progress_done = $5, progress_total = $6",
+    "lease_expires_ms"
+);
+const TOUCH: [&str; 2] = both_tables!("", "id");
+const RELEASE: [&str; 2] = both_tables!(
+    ", state = CASE WHEN deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END) >= $5 \
+        THEN 'Failed' ELSE 'Queued' END, \
+     failure_reason = CASE WHEN deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END) >= $5 \
+        THEN 'deliveries.exhausted' ELSE NULL END, \
+     deliveries = deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END), \
+     releases = releases + (CASE WHEN releases < 3 THEN 1 ELSE 0 END)",
+    "state"
+);
+const FAILURE: [&str; 2] = both_tables!(
+    ", state = CASE WHEN $6 = 1 AND deliveries < $5 THEN 'Queued' ELSE 'Failed' END, \
+     failure_reason = CASE WHEN $6 = 1 AND deliveries < $5 THEN NULL \
+        WHEN $6 = 1 THEN 'deliveries.exhausted' ELSE $7 END",
+    "state"
+);
+
+/// Back to Queued (or Failed at the cap) with the delivery given back: `$1` cap.
+macro_rules! requeue_refunded {
+    ($table:literal, $where:literal, $returning:literal) => {
+        concat!(
+            "UPDATE ",
+            $table,
+            " SET refunds = refunds + 1, deliveries = deliveries - 1, \
+              state = CASE WHEN deliveries - 1 >= $1 THEN 'Failed' ELSE 'Queued' END, \
+              failure_reason = CASE WHEN deliveries - 1 >= $1 THEN 'deliveries.exhausted' ELSE NULL END, \
+              row_version = row_version + 1 \
+             WHERE state = 'Running' AND acknowledged_ms IS NULL AND refunds < 3 AND ",
+            $where,
+            " RETURNING ",
+            $returning
+        )
+    };
+}
+
+/// Back to Queued (or Failed at the cap), the delivery spent: `$1` cap.
+macro_rules! requeue_spent {
+    ($table:literal, $where:literal, $returning:literal) => {
+        concat!(
+            "UPDATE ",
+            $table,
+            " SET state = CASE WHEN deliveries >= $1 THEN 'Failed' ELSE 'Queued' END, \
+              failure_reason = CASE WHEN deliveries >= $1 THEN 'deliveries.exhausted' ELSE NULL END, \
+              row_version = row_version + 1 \
+             WHERE state = 'Running' AND ",
+            $where,
+            " RETURNING ",
+            $returning
+        )
+    };
+}
+
+/// `[refunded, spent]` statements for one condition on both tables.
+macro_rules! requeue_statements {
+    ($where:literal) => {
+        [
+            [
+                requeue_refunded!("jobs", $where, "id, state, NULL AS package_file"),
+                requeue_spent!("jobs", $where, "id, state, NULL AS package_file"),
+            ],
+            [
+                requeue_refunded!("trials", $where, "id, state, package_file"),
+                requeue_spent!("trials", $where, "id, state, package_file"),
+            ],
+        ]
+    };
+}
+
+const REQUEUE_EXPIRED: [[&str; 2]; 2] = requeue_statements!("lease_expires_ms <= $2");
+const REQUEUE_OF_RUNNER: [[&str; 2]; 2] = requeue_statements!("runner_id = $2");
+
+/// One row the reaper (or a revocation) put back in the queue or failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requeued {
+    pub id: i64,
+    pub state: JobState,
+    pub refunded: bool,
+    /// A trial's package file, to delete when the trial ended (Failed).
+    pub package_file: Option<String>,
+}
+
+/// What a requeue sweep matches.
+#[derive(Debug, Clone, Copy)]
+pub enum Sweep {
+    /// Running with `lease_expires_at <= now` (the reaper).
+    ExpiredAt(Millis),
+    /// Running on this runner (its key was revoked).
+    OfRunner(i64),
+}
+
+impl Db {
+    /// Renews by `seconds`, else by the lease's own `lease_seconds`.
+    pub async fn renew_lease(
+        &self,
+        fence: Fence<'_>,
+        now: Millis,
+        seconds: Option<i64>,
+    ) -> Result<Millis, DbError> {
+        let sql = pick(&RENEW, fence.work);
+        let row: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(seconds)
+            .fetch_optional(pool).await)?;
+        self.fenced(fence, row).await
+    }
+
+    /// Stores progress and renews by the lease's own `lease_seconds`.
+    pub async fn record_progress(
+        &self,
+        fence: Fence<'_>,
+        now: Millis,
+        done: i64,
+        total: i64,
+    ) -> Result<Millis, DbError> {
+        let sql = pick(&PROGRESS, fence.work);
+        let row: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(done).bind(total)
+            .fetch_optional(pool).await)?;
+        self.fenced(fence, row).await
+    }
+
+    /// The Runner hands the work back: Queued, the delivery given back for the
+    /// first three releases; Failed when the cap is reached without one.
+    pub async fn release(&self, fence: Fence<'_>, now: Millis) -> Result<JobState, DbError> {
+        let sql = pick(&RELEASE, fence.work);
+        let row: Option<String> = on_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(self.delivery_cap())
+            .fetch_optional(pool).await)?;
+        let state = parse_state(&self.fenced(fence, row).await?)?;
+        let counters = self.counters(fence.work);
+        counters.releases.inc();
+        if state == JobState::Failed {
+            counters.deliveries_exhausted.inc();
+        }
+        Ok(state)
+    }
+
+    /// An infrastructure failure: Queued again when retryable and under the cap,
+    /// else Failed (`deliveries.exhausted` at the cap, else the Runner's reason).
+    pub async fn record_failure(
+        &self,
+        fence: Fence<'_>,
+        now: Millis,
+        failure_reason: &str,
+        retryable: bool,
+    ) -> Result<JobState, DbError> {
+        let sql = pick(&FAILURE, fence.work);
+        let row: Option<String> = on_pool!(self, pool => sqlx::query_scalar(sql)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(self.delivery_cap()).bind(i64::from(retryable)).bind(failure_reason)
+            .fetch_optional(pool).await)?;
+        let state = parse_state(&self.fenced(fence, row).await?)?;
+        if state == JobState::Failed && retryable {
+            self.counters(fence.work).deliveries_exhausted.inc();
+        }
+        Ok(state)
+    }
+
+    /// Requeues (or fails at the cap) every Running row the sweep matches, giving
+    /// the delivery back to unacknowledged claims with refunds to spare. Two
+    /// statements, each safe against a concurrent sweep on another server: the row
+    /// lock makes the second sweeper re-check `state = 'Running'` and skip.
+    pub async fn requeue(&self, work: Work, sweep: Sweep) -> Result<Vec<Requeued>, DbError> {
+        let (statements, arg) = match sweep {
+            Sweep::ExpiredAt(now) => (&REQUEUE_EXPIRED, now),
+            Sweep::OfRunner(runner_id) => (&REQUEUE_OF_RUNNER, runner_id),
+        };
+        let statements = match work {
+            Work::Job => statements[0],
+            Work::Trial => statements[1],
+        };
+        let mut out = Vec::new();
+        for (sql, refunded) in [(statements[0], true), (statements[1], false)] {
+            let rows: Vec<(i64, String, Option<String>)> = on_pool!(self, pool => sqlx::query_as(sql)
+                .bind(self.delivery_cap()).bind(arg)
+                .fetch_all(pool).await)?;
+            for (id, state, package_file) in rows {
+                out.push(Requeued {
+                    id,
+                    state: parse_state(&state)?,
+                    refunded,
+                    package_file,
+                });
+            }
+        }
+        self.count_requeued(work, sweep, &out);
+        Ok(out)
+    }
+
+    fn count_requeued(&self, work: Work, sweep: Sweep, rows: &[Requeued]) {
+        let counters = self.counters(work);
+        if matches!(sweep, Sweep::ExpiredAt(_)) {
+            counters.leases_expired.add(rows.len() as u64);
+        }
+        counters
+            .refunds
+            .add(rows.iter().filter(|r| r.refunded).count() as u64);
+        counters
+            .deliveries_exhausted
+            .add(rows.iter().filter(|r| r.state == JobState::Failed).count() as u64);
+    }
+}
+
+/// Touches the lease inside a caller's transaction (attachments): acknowledges and
+/// bumps `row_version`, so the row stays locked until the file is in place.
+pub(crate) const TOUCH_JOB: &str = TOUCH[0];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::codes::reason;
+
+    #[test]
+    fn statements_name_the_contract_reason_and_fence() {
+        for sql in RELEASE
+            .iter()
+            .chain(&FAILURE)
+            .chain(REQUEUE_EXPIRED.iter().flatten())
+        {
+            assert!(sql.contains(reason::DELIVERIES_EXHAUSTED), "{sql}");
+        }
+        for sql in RENEW
+            .iter()
+            .chain(&PROGRESS)
+            .chain(&TOUCH)
+            .chain(&RELEASE)
+            .chain(&FAILURE)
+        {
+            assert!(
+                sql.contains(
+                    "WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running'"
+                ),
+                "{sql}"
+            );
+            assert!(sql.contains("row_version = row_version + 1"), "{sql}");
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Trials: a package somebody asked to have run, attached to no problem. Their own
+//! table, claimed by Runners as their own kind of work under the same lease rules
+//! ([`super::lease`]), producing timings and never a Result.
+
+use sqlx::FromRow;
+use sqlx::postgres::PgPool;
+use sqlx::sqlite::SqlitePool;
+
+use super::jobs::{NewLease, ResultOutcome};
+use super::lease::{Fence, fenced};
+use super::{BeginWrite as _, Db, DbError, Pool, Work, on_pool};
+use crate::server::clock::Millis;
+
+#[derive(Debug, Clone)]
+pub struct NewTrial<'a> {
+    /// The API token that asked; `None` for the manager.
+    pub token_id: Option<i64>,
+    pub language: &'a str,
+    pub files_json: &'a str,
+    pub sha256: &'a str,
+    pub size: i64,
+    pub package_file: &'a str,
+    pub time_limit: Option<f64>,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ClaimedTrial {
+    pub id: i64,
+    pub lease_expires_ms: i64,
+    pub language: String,
+    pub files: String,
+    pub package_sha256: String,
+    pub package_size: i64,
+    pub time_limit: Option<f64>,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct TrialRow {
+    pub id: i64,
+    pub token_id: Option<i64>,
+    pub state: String,
+    pub timings: Option<String>,
+    pub failure_reason: Option<String>,
+}
+
+/// One statement on both backends (inside `BEGIN IMMEDIATE` on SQLite); filter
+/// (3) share-locks the runner row on PostgreSQL as the job claim does.
+macro_rules! claim_trial_sql {
+    ($languages:literal, $lock:literal, $share:literal) => {
+        concat!(
+            "UPDATE trials SET state = 'Running', runner_id = $1, lease_token = $2, \
+             lease_seconds = $3, lease_expires_ms = $4, deliveries = deliveries + 1, \
+             acknowledged_ms = NULL, progress_done = NULL, progress_total = NULL \
+             WHERE state = 'Queued' AND id = (SELECT id FROM trials WHERE state = 'Queued' AND ",
+            $languages,
+            " ORDER BY id LIMIT 1",
+            $lock,
+            ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL",
+            $share,
+            ") RETURNING id, lease_expires_ms, language, files, package_sha256, package_size, time_limit"
+        )
+    };
+}
+
+const CLAIM_SQLITE: &str =
+    claim_trial_sql!("language IN (SELECT value FROM json_each($5))", "", "");
+const CLAIM_PG: &str = claim_trial_sql!(
+    "language = ANY($5)",
+    " FOR UPDATE SKIP LOCKED",
+    " FOR SHARE"
+);
+
+const COMPLETE: &str = fenced!(
+    "trials",
+    ", state = 'Completed', timings = $5",
+    "package_file"
+);
+const COMPLETED_BY: &str = "SELECT id FROM trials \
+     WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Completed'";
+
+impl Db {
+    pub async fn create_trial(&self, trial: &NewTrial<'_>, now: Millis) -> Result<i64, DbError> {
+        const SQL: &str = "INSERT INTO trials (token_id, language, files, package_sha256, \
+             package_size, package_file, time_limit, state, created_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'Queued', $8) RETURNING id";
+        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL)
+            .bind(trial.token_id).bind(trial.language).bind(trial.files_json)
+            .bind(trial.sha256).bind(trial.size).bind(trial.package_file)
+            .bind(trial.time_limit).bind(now)
+            .fetch_one(pool).await)?)
+    }
+
+    /// Claims the oldest Queued trial in one of `languages`, or `None`.
+    pub async fn claim_trial(
+        &self,
+        languages: &[String],
+        lease: NewLease<'_>,
+    ) -> Result<Option<ClaimedTrial>, DbError> {
+        let claimed = match self.pool() {
+            Pool::Sqlite(pool) => claim_trial_sqlite(pool, languages, lease).await?,
+            Pool::Postgres(pool) => claim_trial_pg(pool, languages, lease).await?,
+        };
+        if claimed.is_some() {
+            self.counters(Work::Trial).claims.inc();
+        } else if self.runner_revoked(lease.runner_id).await? {
+            return Err(DbError::RunnerRevoked {
+                runner_id: lease.runner_id,
+            });
+        }
+        Ok(claimed)
+    }
+
+    /// Completed with its timings, under the fence; answers the package file to
+    /// delete (`None` for an idempotent resend).
+    pub async fn complete_trial(
+        &self,
+        fence: Fence<'_>,
+        now: Millis,
+        timings_json: &str,
+    ) -> Result<(ResultOutcome, Option<String>), DbError> {
+        let file: Option<String> = on_pool!(self, pool => sqlx::query_scalar(COMPLETE)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(timings_json)
+            .fetch_optional(pool).await)?;
+        if let Some(file) = file {
+            return Ok((ResultOutcome::Stored, Some(file)));
+        }
+        let resent: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(COMPLETED_BY)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id)
+            .fetch_optional(pool).await)?;
+        match resent {
+            Some(_) if !self.runner_revoked(fence.runner_id).await? => {
+                Ok((ResultOutcome::AlreadyStored, None))
+            }
+            _ => self.fenced(fence, None).await,
+        }
+    }
+
+    pub async fn trial(&self, trial_id: i64) -> Result<Option<TrialRow>, DbError> {
+        const SQL: &str =
+            "SELECT id, token_id, state, timings, failure_reason FROM trials WHERE id = $1";
+        Ok(on_pool!(self, pool => sqlx::query_as(SQL)
+            .bind(trial_id).fetch_optional(pool).await)?)
+    }
+
+    pub async fn trial_package_file(&self, trial_id: i64) -> Result<Option<String>, DbError> {
+        const SQL: &str = "SELECT package_file FROM trials WHERE id = $1";
+        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL)
+            .bind(trial_id).fetch_optional(pool).await)?)
+    }
+
+    /// The package file of a trial still in play whose package has this digest.
+    pub async fn live_trial_package(&self, sha256: &str) -> Result<Option<String>, DbError> {
+        const SQL: &str = "SELECT package_file FROM trials \
+             WHERE package_sha256 = $1 AND state IN ('Queued', 'Running') ORDER BY id LIMIT 1";
+        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL)
+            .bind(sha256).fetch_optional(pool).await)?)
+    }
+}
+
+async fn claim_trial_sqlite(
+    pool: &SqlitePool,
+    languages: &[String],
+    lease: NewLease<'_>,
+) -> Result<Option<ClaimedTrial>, DbError> {
+    let languages_json = serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
+        detail: format!("languages do not serialise: {e}"),
+    })?;
+    let mut tx = pool.begin_write().await?;
+    let claimed = sqlx::query_as(CLAIM_SQLITE)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages_json)
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+async fn claim_trial_pg(
+    pool: &PgPool,
+    languages: &[String],
+    lease: NewLease<'_>,
+) -> Result<Option<ClaimedTrial>, DbError> {
+    Ok(sqlx::query_as(CLAIM_PG)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages)
+        .fetch_optional(pool)
+        .await?)
+}

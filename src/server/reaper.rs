@@ -1,0 +1,70 @@
+//! The reaper, in every `serve`: every `--reap-interval`, Running work whose lease
+//! expired goes back to Queued (or Failed at the delivery cap), with the delivery
+//! given back to claims nobody was heard from about. Several servers may reap one
+//! database at once: each row is moved by exactly one of them (see
+//! [`crate::server::db::lease`]).
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::db::lease::{Requeued, Sweep};
+use super::db::{DbError, Work};
+use super::state::AppState;
+use super::storage::Storage;
+use crate::protocol::JobState;
+
+/// What one sweep did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reaped {
+    pub jobs: Vec<Requeued>,
+    pub trials: Vec<Requeued>,
+}
+
+/// One sweep at the clock's "now".
+pub async fn reap_once(state: &AppState) -> Result<Reaped, DbError> {
+    let now = state.now_ms();
+    let jobs = state.db.requeue(Work::Job, Sweep::ExpiredAt(now)).await?;
+    let trials = state.db.requeue(Work::Trial, Sweep::ExpiredAt(now)).await?;
+    after_requeue(state, &jobs, &trials).await;
+    if !jobs.is_empty() || !trials.is_empty() {
+        tracing::info!(
+            jobs = jobs.len(),
+            trials = trials.len(),
+            "expired leases reaped"
+        );
+    }
+    Ok(Reaped { jobs, trials })
+}
+
+/// Wakes waiting claims for requeued work and deletes the packages of trials that
+/// ended Failed.
+pub async fn after_requeue(state: &AppState, jobs: &[Requeued], trials: &[Requeued]) {
+    let queued = |rows: &[Requeued]| rows.iter().any(|r| r.state == JobState::Queued);
+    if queued(jobs) || queued(trials) {
+        state.notify_queue();
+    }
+    for trial in trials.iter().filter(|t| t.state == JobState::Failed) {
+        if let Some(file) = &trial.package_file {
+            Storage::remove(&state.storage.trial_package_path(file)).await;
+        }
+    }
+}
+
+/// Sweeps every `interval` until `stop` is cancelled; errors are logged and the
+/// next sweep tries again.
+pub async fn run(state: AppState, interval: Duration, stop: CancellationToken) {
+    let interval = interval.max(Duration::from_millis(10));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+        if let Err(e) = reap_once(&state).await {
+            tracing::warn!(error = %e, "reaper sweep failed; retrying next interval");
+        }
+        if let Err(e) = state.db.refresh_planner_stats().await {
+            tracing::warn!(error = %e, "refreshing planner statistics failed");
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Manager calls: runners, tokens, problems, submissions, rejudge, cancel, reads.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::protocol::{
+    AttemptCreated, CreateRunner, CreateSubmission, JobView, ProblemCreated, RejudgeRequest,
+    RunnerCreated, RunnerRevoked, SubmissionFile, SubmissionView, TokenCreated, TokenRequest,
+};
+use crate::server::auth::{
+    API_TOKEN_PREFIX, GRANTABLE_SCOPES, ManagerAuth, RUNNER_KEY_PREFIX, digest_hex, new_secret,
+};
+use crate::server::db::lease::Sweep;
+use crate::server::db::records::NewVersion;
+use crate::server::db::{DbError, Work};
+use crate::server::error::ApiError;
+use crate::server::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use crate::server::packages;
+use crate::server::state::AppState;
+use crate::server::storage::{Received, Storage};
+
+/// Longest runner name, language name or file name accepted.
+const MAX_NAME_LEN: usize = 255;
+
+type Created<T> = (StatusCode, Json<T>);
+
+fn created<T>(body: T) -> Created<T> {
+    (StatusCode::CREATED, Json(body))
+}
+
+pub async fn create_runner(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiJson(body): ApiJson<CreateRunner>,
+) -> Result<Created<RunnerCreated>, ApiError> {
+    check_name("name", &body.name)?;
+    let key = new_secret(RUNNER_KEY_PREFIX);
+    let runner_id = state
+        .db
+        .create_runner(&body.name, &digest_hex(&key), state.now_ms())
+        .await?;
+    Ok(created(RunnerCreated { runner_id, key }))
+}
+
+/// Revokes the key; the runner's Running work goes back to Queued as if its lease
+/// had just expired (same refund and cap rules as the reaper).
+pub async fn revoke_runner(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiPath(runner_id): ApiPath<i64>,
+) -> Result<Json<RunnerRevoked>, ApiError> {
+    if !state
+        .db
+        .mark_runner_revoked(runner_id, state.now_ms())
+        .await?
+    {
+        return Err(ApiError::not_found(format!(
+            "runner {runner_id} does not exist"
+        )));
+    }
+    let jobs = state
+        .db
+        .requeue(Work::Job, Sweep::OfRunner(runner_id))
+        .await?;
+    let trials = state
+        .db
+        .requeue(Work::Trial, Sweep::OfRunner(runner_id))
+        .await?;
+    crate::server::reaper::after_requeue(&state, &jobs, &trials).await;
+    Ok(Json(RunnerRevoked {
+        runner_id,
+        revoked: true,
+        requeued: (jobs.len() + trials.len()) as u64,
+    }))
+}
+
+pub async fn create_token(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiJson(body): ApiJson<TokenRequest>,
+) -> Result<Created<crate::protocol::TokenCreated>, ApiError> {
+    if body.scopes.is_empty() {
+        return Err(ApiError::invalid("scopes must name at least one scope"));
+    }
+    if let Some(bad) = body
+        .scopes
+        .iter()
+        .find(|s| !GRANTABLE_SCOPES.contains(&s.as_str()))
+    {
+        return Err(ApiError::invalid(format!(
+            "unknown scope {bad:?}; grantable: {GRANTABLE_SCOPES:?}"
+        )));
+    }
+    let token = new_secret(API_TOKEN_PREFIX);
+    state
+        .db
+        .create_api_token(&digest_hex(&token), &body.scopes, state.now_ms())
+        .await?;
+    Ok(created(TokenCreated { token }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProblemQuery {
+    problem_id: Option<i64>,
+    time_limit: Option<f64>,
+}
+
+/// Receives a package upload into a temp file and checks it is a problem package.
+pub async fn receive_package(state: &AppState, body: Body) -> Result<Received, ApiError> {
+    let received = state
+        .storage
+        .receive(body.into_data_stream(), state.config.max_upload)
+        .await?;
+    let path = received.temp.to_path_buf();
+    tokio::task::spawn_blocking(move || packages::validate(&path))
+        .await
+        .map_err(|e| ApiError::Internal(format!("package check panicked: {e}")))?
+        .map_err(ApiError::PackageInvalid)?;
+    Ok(received)
+}
+
+/// `POST /api/problems`: the body is the package `.tar.gz`.
+pub async fn create_problem(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiQuery(query): ApiQuery<ProblemQuery>,
+    body: Body,
+) -> Result<Created<ProblemCreated>, ApiError> {
+    let time_limit = query.time_limit.map(check_time_limit).transpose()?;
+    let received = receive_package(&state, body).await?;
+    let sha256 = received.sha256.clone();
+    let dest = state.storage.package_path(&sha256);
+    Storage::place_if_missing(received.temp, &dest)
+        .map_err(|e| ApiError::Internal(format!("cannot store package {sha256}: {e}")))?;
+    let version = NewVersion {
+        sha256: &sha256,
+        size: i64::try_from(received.size).unwrap_or(i64::MAX),
+        time_limit,
+    };
+    let now = state.now_ms();
+    let (problem_id, problem_version_id) = match query.problem_id {
+        None => state.db.create_problem(&version, now).await?,
+        Some(id) => {
+            let version_id = state.db.add_problem_version(id, &version, now).await?;
+            let version_id = version_id
+                .ok_or_else(|| ApiError::not_found(format!("problem {id} does not exist")))?;
+            (id, version_id)
+        }
+    };
+    Ok(created(ProblemCreated {
+        problem_id,
+        problem_version_id,
+        sha256,
+    }))
+}
+
+pub fn check_time_limit(t: f64) -> Result<f64, ApiError> {
+    if t.is_finite() && t > 0.0 && t <= 3600.0 {
+        Ok(t)
+    } else {
+        Err(ApiError::invalid(
+            "time_limit must be a number of seconds in (0, 3600]",
+        ))
+    }
+}
+
+pub fn check_name(what: &str, name: &str) -> Result<(), ApiError> {
+    if name.trim().is_empty() || name.len() > MAX_NAME_LEN {
+        return Err(ApiError::invalid(format!(
+            "{what} must be 1 to {MAX_NAME_LEN} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Files a Runner writes into its box: plain names only, decodable content.
+pub fn check_files(files: &[SubmissionFile]) -> Result<(), ApiError> {
+    if files.is_empty() {
+        return Err(ApiError::invalid("files must hold at least one file"));
+    }
+    for file in files {
+        check_name("a file name", &file.name)?;
+        if file.name.contains(['/', '\\', '\0']) || file.name == "." || file.name == ".." {
+            return Err(ApiError::invalid(format!(
+                "file name {:?} must be a plain name (no directories)",
+                file.name
+            )));
+        }
+        file.bytes().map_err(|e| ApiError::invalid(e.to_string()))?;
+    }
+    Ok(())
+}
+
+pub async fn create_submission(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiJson(body): ApiJson<CreateSubmission>,
+) -> Result<Created<AttemptCreated>, ApiError> {
+    check_name("language", &body.language)?;
+    check_files(&body.files)?;
+    let files_json = serde_json::to_string(&body.files)
+        .map_err(|e| ApiError::Internal(format!("files do not serialise: {e}")))?;
+    let created_ids = state
+        .db
+        .create_submission(body.problem_id, &body.language, &files_json, state.now_ms())
+        .await?;
+    let (submission_id, job_id) = created_ids.ok_or_else(|| {
+        ApiError::not_found(format!("problem {} does not exist", body.problem_id))
+    })?;
+    state.notify_queue();
+    Ok(created(AttemptCreated {
+        submission_id,
+        job_id,
+        attempt: 1,
+    }))
+}
+
+pub async fn rejudge(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiPath(submission_id): ApiPath<i64>,
+    OptionalJson(body): OptionalJson<RejudgeRequest>,
+) -> Result<Created<AttemptCreated>, ApiError> {
+    let (job_id, attempt) = state
+        .db
+        .rejudge(submission_id, body.expected_attempt, state.now_ms())
+        .await?;
+    state.notify_queue();
+    Ok(created(AttemptCreated {
+        submission_id,
+        job_id,
+        attempt,
+    }))
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiPath(job_id): ApiPath<i64>,
+) -> Result<Json<JobView>, ApiError> {
+    state.db.cancel_job(job_id).await?;
+    get_job_view(&state, job_id).await.map(Json)
+}
+
+async fn get_job_view(state: &AppState, job_id: i64) -> Result<JobView, ApiError> {
+    state.db.job_view(job_id).await?.ok_or_else(|| {
+        DbError::NotFound {
+            what: "job",
+            id: job_id,
+        }
+        .into()
+    })
+}
+
+pub async fn get_job(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiPath(job_id): ApiPath<i64>,
+) -> Result<Json<JobView>, ApiError> {
+    get_job_view(&state, job_id).await.map(Json)
+}
+
+pub async fn get_submission(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiPath(submission_id): ApiPath<i64>,
+) -> Result<Json<SubmissionView>, ApiError> {
+    let view = state.db.submission_view(submission_id).await?;
+    view.map(Json).ok_or_else(|| {
+        DbError::NotFound {
+            what: "submission",
+            id: submission_id,
+        }
+        .into()
+    })
+}
+
+/// `GET /api/jobs/{id}/files/{name}`: an attachment's bytes, streamed.
+pub async fn get_file(
+    State(state): State<AppState>,
+    _: ManagerAuth,
+    ApiPath((job_id, name)): ApiPath<(i64, String)>,
+) -> Result<Response, ApiError> {
+    let missing = || ApiError::not_found(format!("job {job_id} has no attachment {name:?}"));
+    if state.db.job_file_size(job_id, &name).await?.is_none() {
+        return Err(missing());
+    }
+    let (body, len) = Storage::stream(&state.storage.job_file_path(job_id, &name))
+        .await?
+        .ok_or_else(missing)?;
+    Ok((
+        [
+            (CONTENT_TYPE, "application/octet-stream".to_string()),
+            (CONTENT_LENGTH, len.to_string()),
+        ],
+        body,
+    )
+        .into_response())
+}

@@ -1,0 +1,358 @@
+//! Runner calls: claim, packages, and the lease-bearing calls (lease, progress,
+//! release, failure, result, attachments) for jobs and trials alike.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Body;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::time::Instant;
+
+use crate::protocol::{
+    Claim, ClaimRequest, FailureBody, FileStored, JobClaim, LeaseRenewal, LeaseRenewed, PackageRef,
+    ProgressBody, ReleaseBody, StateAnswer, SubmissionFile, TrialClaim,
+};
+use crate::server::auth::{PackageAuth, RunnerAuth, new_lease_token};
+use crate::server::clock::{after_seconds, to_datetime};
+use crate::server::db::Work;
+use crate::server::db::jobs::{ClaimedJob, NewLease};
+use crate::server::db::lease::Fence;
+use crate::server::db::trials::ClaimedTrial;
+use crate::server::error::ApiError;
+use crate::server::extract::{ApiJson, ApiPath};
+use crate::server::state::AppState;
+use crate::server::storage::{Storage, is_sha256_hex};
+
+/// Longest renewal a Runner may ask for in one call.
+pub const MAX_RENEW_SECONDS: u64 = 7 * 24 * 3600;
+/// Longest reason string kept for a failure.
+const MAX_REASON_LEN: usize = 200;
+/// How often a waiting claim looks again for work queued by another server.
+const CLAIM_POLL: Duration = Duration::from_millis(500);
+/// The attachments a job may have.
+pub const ATTACHMENT_NAMES: [&str; 2] = ["details", "log"];
+
+/// `POST /api/jobs/claim`: a job (oldest first), else a trial, else 204 after
+/// waiting up to `wait_seconds`.
+pub async fn claim(
+    state: axum::extract::State<AppState>,
+    runner: RunnerAuth,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<ClaimRequest>,
+) -> Result<Response, ApiError> {
+    if request.languages.is_empty() {
+        return Err(ApiError::invalid(
+            "languages must name at least one language",
+        ));
+    }
+    let wait =
+        Duration::from_secs(request.wait_seconds.unwrap_or(0)).min(state.config.max_claim_wait);
+    let deadline = Instant::now() + wait;
+    let base = base_url(&state, &headers);
+    loop {
+        let notified = state.queue_changed.notified();
+        let mut notified = std::pin::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(claim) = try_claim(&state, runner.runner_id, &request.languages, &base).await? {
+            return Ok(Json(claim).into_response());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let nap = (deadline - now).min(CLAIM_POLL);
+        tokio::select! {
+            () = notified => {}
+            () = tokio::time::sleep(nap) => {}
+        }
+    }
+}
+
+async fn try_claim(
+    state: &AppState,
+    runner_id: i64,
+    languages: &[String],
+    base: &str,
+) -> Result<Option<Claim>, ApiError> {
+    let now = state.now_ms();
+    let lease_seconds = state.config.lease_seconds;
+    let token = new_lease_token();
+    let lease = NewLease {
+        runner_id,
+        lease_token: &token,
+        lease_seconds: i64::try_from(lease_seconds).unwrap_or(i64::MAX),
+        now,
+        expires_ms: after_seconds(now, lease_seconds),
+    };
+    if let Some(job) = state.db.claim_job(languages, lease).await? {
+        return Ok(Some(Claim::Job(job_claim(
+            job,
+            &token,
+            lease_seconds,
+            base,
+        )?)));
+    }
+    if let Some(trial) = state.db.claim_trial(languages, lease).await? {
+        return Ok(Some(Claim::Trial(trial_claim(
+            trial,
+            &token,
+            lease_seconds,
+            base,
+        )?)));
+    }
+    Ok(None)
+}
+
+fn job_claim(
+    job: ClaimedJob,
+    token: &str,
+    lease_seconds: u64,
+    base: &str,
+) -> Result<JobClaim, ApiError> {
+    Ok(JobClaim {
+        job_id: job.id,
+        submission_id: job.submission_id,
+        attempt: job.attempt,
+        lease_token: token.to_string(),
+        lease_seconds,
+        lease_expires_at: to_datetime(job.lease_expires_ms),
+        problem_version_id: job.problem_version_id,
+        package: package_ref(base, job.sha256, job.size),
+        time_limit: job.time_limit,
+        language: job.language,
+        files: stored_files(&job.files)?,
+    })
+}
+
+fn trial_claim(
+    trial: ClaimedTrial,
+    token: &str,
+    lease_seconds: u64,
+    base: &str,
+) -> Result<TrialClaim, ApiError> {
+    Ok(TrialClaim {
+        trial_id: trial.id,
+        lease_token: token.to_string(),
+        lease_seconds,
+        lease_expires_at: to_datetime(trial.lease_expires_ms),
+        package: package_ref(base, trial.package_sha256, trial.package_size),
+        time_limit: trial.time_limit,
+        language: trial.language,
+        files: stored_files(&trial.files)?,
+    })
+}
+
+fn package_ref(base: &str, sha256: String, size: i64) -> PackageRef {
+    PackageRef {
+        url: format!("{base}/api/packages/{sha256}"),
+        sha256,
+        size: u64::try_from(size).unwrap_or(0),
+    }
+}
+
+fn stored_files(json: &str) -> Result<Vec<SubmissionFile>, ApiError> {
+    serde_json::from_str(json)
+        .map_err(|e| ApiError::Internal(format!("stored files do not parse: {e}")))
+}
+
+/// `--public-url`, else `http://` + the request's `Host`, else the listen address.
+fn base_url(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(url) = &state.config.public_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && !h.contains(['/', ' ']))
+        .unwrap_or(&state.config.listen);
+    format!("http://{host}")
+}
+
+/// `GET /api/packages/{sha256}`: streamed from storage (a live trial's package too).
+pub async fn package(
+    state: axum::extract::State<AppState>,
+    _auth: PackageAuth,
+    ApiPath(sha256): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    if !is_sha256_hex(&sha256) {
+        return Err(ApiError::not_found(format!("no package {sha256:?}")));
+    }
+    let mut found = Storage::stream(&state.storage.package_path(&sha256)).await?;
+    if found.is_none()
+        && let Some(file) = state.db.live_trial_package(&sha256).await?
+    {
+        found = Storage::stream(&state.storage.trial_package_path(&file)).await?;
+    }
+    let (body, len) = found.ok_or_else(|| ApiError::not_found(format!("no package {sha256}")))?;
+    Ok((
+        [
+            (CONTENT_TYPE, "application/gzip".to_string()),
+            (CONTENT_LENGTH, len.to_string()),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+fn fence<'a>(work: Work, id: i64, token: &'a str, runner: RunnerAuth) -> Fence<'a> {
+    Fence {
+        work,
+        id,
+        lease_token: token,
+        runner_id: runner.runner_id,
+    }
+}
+
+fn to_i64(n: u64, what: &str) -> Result<i64, ApiError> {
+    i64::try_from(n).map_err(|_| ApiError::invalid(format!("{what} is too large")))
+}
+
+pub async fn renew(
+    state: &AppState,
+    work: Work,
+    runner: RunnerAuth,
+    id: i64,
+    body: LeaseRenewal,
+) -> Result<Json<LeaseRenewed>, ApiError> {
+    if let Some(s) = body.seconds
+        && (s == 0 || s > MAX_RENEW_SECONDS)
+    {
+        return Err(ApiError::invalid(format!(
+            "seconds must be between 1 and {MAX_RENEW_SECONDS}"
+        )));
+    }
+    let seconds = body.seconds.map(|s| to_i64(s, "seconds")).transpose()?;
+    let expires = state
+        .db
+        .renew_lease(
+            fence(work, id, &body.lease_token, runner),
+            state.now_ms(),
+            seconds,
+        )
+        .await?;
+    Ok(Json(LeaseRenewed {
+        lease_expires_at: to_datetime(expires),
+    }))
+}
+
+pub async fn progress(
+    state: &AppState,
+    work: Work,
+    runner: RunnerAuth,
+    id: i64,
+    body: ProgressBody,
+) -> Result<Json<LeaseRenewed>, ApiError> {
+    let (done, total) = (to_i64(body.done, "done")?, to_i64(body.total, "total")?);
+    let expires = state
+        .db
+        .record_progress(
+            fence(work, id, &body.lease_token, runner),
+            state.now_ms(),
+            done,
+            total,
+        )
+        .await?;
+    Ok(Json(LeaseRenewed {
+        lease_expires_at: to_datetime(expires),
+    }))
+}
+
+pub async fn release(
+    state: &AppState,
+    work: Work,
+    runner: RunnerAuth,
+    id: i64,
+    body: ReleaseBody,
+) -> Result<Json<StateAnswer>, ApiError> {
+    let new_state = state
+        .db
+        .release(fence(work, id, &body.lease_token, runner), state.now_ms())
+        .await?;
+    after_lease_end(state, work, id, new_state).await?;
+    Ok(Json(StateAnswer { state: new_state }))
+}
+
+pub async fn failure(
+    state: &AppState,
+    work: Work,
+    runner: RunnerAuth,
+    id: i64,
+    body: FailureBody,
+) -> Result<Json<StateAnswer>, ApiError> {
+    let reason = body.reason.trim();
+    if reason.is_empty() || reason.len() > MAX_REASON_LEN {
+        return Err(ApiError::invalid(format!(
+            "reason must be 1 to {MAX_REASON_LEN} bytes"
+        )));
+    }
+    let new_state = state
+        .db
+        .record_failure(
+            fence(work, id, &body.lease_token, runner),
+            state.now_ms(),
+            reason,
+            body.retryable,
+        )
+        .await?;
+    after_lease_end(state, work, id, new_state).await?;
+    Ok(Json(StateAnswer { state: new_state }))
+}
+
+/// Work went back to the queue (wake waiting claims) or ended (a trial's package
+/// goes).
+async fn after_lease_end(
+    state: &AppState,
+    work: Work,
+    id: i64,
+    new_state: crate::protocol::JobState,
+) -> Result<(), ApiError> {
+    match (new_state, work) {
+        (crate::protocol::JobState::Queued, _) => state.notify_queue(),
+        (crate::protocol::JobState::Failed, Work::Trial) => {
+            if let Some(file) = state.db.trial_package_file(id).await? {
+                Storage::remove(&state.storage.trial_package_path(&file)).await;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `PUT /api/jobs/{id}/files/{name}` with `X-Lease-Token`: attach `details` or `log`.
+pub async fn put_file(
+    state: axum::extract::State<AppState>,
+    runner: RunnerAuth,
+    ApiPath((job_id, name)): ApiPath<(i64, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<FileStored>, ApiError> {
+    if !ATTACHMENT_NAMES.contains(&name.as_str()) {
+        return Err(ApiError::invalid(format!(
+            "attachment name must be one of {ATTACHMENT_NAMES:?}, not {name:?}"
+        )));
+    }
+    let token = headers
+        .get("x-lease-token")
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| ApiError::invalid("the X-Lease-Token header is missing"))?
+        .to_string();
+    let received = state
+        .storage
+        .receive(body.into_data_stream(), state.config.max_upload)
+        .await?;
+    let size = received.size;
+    let dest = state.storage.job_file_path(job_id, &name);
+    state
+        .db
+        .attach_job_file(
+            fence(Work::Job, job_id, &token, runner),
+            state.now_ms(),
+            &name,
+            to_i64(size, "size")?,
+            move || Storage::place(received.temp, &dest),
+        )
+        .await?;
+    Ok(Json(FileStored { name, size }))
+}

@@ -1,0 +1,159 @@
+//! `Config` (a plain struct: the CLI, the demo and tests all build one) and
+//! `AppState`, what every handler shares.
+
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::ServerError;
+use super::auth::{RunnerKeyCache, digest};
+use super::clock::{Clock, SystemClock};
+use super::db::Db;
+use super::metrics::Metrics;
+use super::storage::Storage;
+
+/// Everything `serve` needs, independent of clap.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on, e.g. `127.0.0.1:8080` (`:0` picks a free port).
+    pub listen: String,
+    /// `sqlite://FILE` (created when missing) or `postgres://...`.
+    pub database: String,
+    pub storage: PathBuf,
+    /// Lease granted on a claim.
+    pub lease_seconds: u64,
+    /// Deliveries after which work goes to Failed (`deliveries.exhausted`).
+    pub delivery_cap: u32,
+    pub reap_interval: Duration,
+    /// Base URL Runners reach this Server at, for package URLs in claims; `None`:
+    /// from each claim request's `Host` header.
+    pub public_url: Option<String>,
+    /// Largest JSON body accepted.
+    pub max_body: u64,
+    /// Largest package or attachment upload accepted.
+    pub max_upload: u64,
+    /// The manager token (every scope). Must not be empty.
+    pub manager_token: String,
+    /// Database connections this server may hold.
+    pub max_connections: u32,
+    /// Longest `wait_seconds` a claim may ask for.
+    pub max_claim_wait: Duration,
+}
+
+impl Config {
+    /// The contract's defaults, with the three things nobody can default.
+    pub fn new(
+        database: impl Into<String>,
+        storage: impl Into<PathBuf>,
+        manager_token: impl Into<String>,
+    ) -> Self {
+        Config {
+            listen: "127.0.0.1:8080".to_string(),
+            database: database.into(),
+            storage: storage.into(),
+            lease_seconds: 120,
+            delivery_cap: 5,
+            reap_interval: Duration::from_secs(2),
+            public_url: None,
+            max_body: 16 << 20,
+            max_upload: 1 << 30,
+            manager_token: manager_token.into(),
+            max_connections: 16,
+            max_claim_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Config {
+    /// Refuses settings the Server cannot honour.
+    pub fn check(&self) -> Result<(), ServerError> {
+        if self.manager_token.trim().is_empty() {
+            return Err(ServerError::NoManagerToken);
+        }
+        let bad = |what: &str| Err(ServerError::Config(what.to_string()));
+        if self.lease_seconds == 0 || self.lease_seconds > 7 * 24 * 3600 {
+            return bad("--lease-seconds must be between 1 and 604800");
+        }
+        if self.delivery_cap == 0 {
+            return bad("--delivery-cap must be at least 1");
+        }
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return bad("--public-url must start with http:// or https://");
+        }
+        Ok(())
+    }
+}
+
+/// Shared by every handler and the reaper; cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+pub struct Shared {
+    pub db: Db,
+    pub storage: Storage,
+    pub metrics: Arc<Metrics>,
+    pub clock: Arc<dyn Clock>,
+    pub config: Config,
+    /// Woken when work may have become claimable on this server, so waiting
+    /// claims answer at once instead of at their next poll.
+    pub queue_changed: Notify,
+    /// Runner keys already seen on this server (see `auth::RunnerKeyCache`).
+    pub runner_keys: RunnerKeyCache,
+    manager_token_digest: [u8; 32],
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Connects and migrates the database and opens the storage directory.
+    pub async fn open(config: Config, clock: Arc<dyn Clock>) -> Result<AppState, ServerError> {
+        config.check()?;
+        let metrics = Arc::new(Metrics::default());
+        let db = Db::connect(
+            &config.database,
+            config.max_connections,
+            config.delivery_cap,
+            metrics.clone(),
+        )
+        .await?;
+        let storage = Storage::open(&config.storage).await?;
+        Ok(AppState(Arc::new(Shared {
+            db,
+            storage,
+            metrics,
+            clock,
+            manager_token_digest: digest(&config.manager_token),
+            config,
+            queue_changed: Notify::new(),
+            runner_keys: RunnerKeyCache::default(),
+        })))
+    }
+
+    /// [`AppState::open`] on the wall clock.
+    pub async fn open_with_system_clock(config: Config) -> Result<AppState, ServerError> {
+        Self::open(config, Arc::new(SystemClock)).await
+    }
+
+    pub fn manager_token_digest(&self) -> &[u8; 32] {
+        &self.manager_token_digest
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Work may have become claimable: wake this server's waiting claims.
+    pub fn notify_queue(&self) {
+        self.queue_changed.notify_waiters();
+    }
+}

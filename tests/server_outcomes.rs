@@ -1,0 +1,204 @@
+//! How a lease ends, on SQLite and PostgreSQL: the Result (idempotent for the
+//! same token, `extra` at most 2048 bytes, `{}` stored as null), release with its
+//! three free deliveries and the cap, infrastructure failures retryable or not.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod server_common;
+
+use reqwest::StatusCode;
+use serde_json::json;
+use server_common::{Backend, TestServer, lease_of};
+
+backend_tests!(
+    result_is_idempotent_for_the_same_token,
+    release_gives_the_delivery_back_three_times_then_meets_the_cap,
+    failure_retryable_requeues,
+    failure_not_retryable_fails_with_its_reason,
+    extra_within_2048_bytes_allowed,
+    extra_over_2048_bytes_denied,
+);
+
+async fn result_is_idempotent_for_the_same_token(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, version, _) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let body = json!({"lease_token": token, "score": 0.5, "max_score": 2.0, "verdict": "Partially Fine",
+        "extra": {"tests": 3}, "props": {}, "runner_version": "0.1.0+abc1234"});
+    let (status, answer) = s
+        .post(&format!("/api/jobs/{job}/result"), &key, body.clone())
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, answer) = s
+        .post(&format!("/api/jobs/{job}/result"), &key, body.clone())
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "a resend with the same token: {answer}"
+    );
+    let view = s.job(job).await;
+    assert_eq!(view["state"], "Completed");
+    let result = &view["result"];
+    assert_eq!(result["evaluation_job_id"], job);
+    assert_eq!(result["problem_version_id"], version);
+    assert_eq!(result["score"], 0.5);
+    assert_eq!(result["max_score"], 2.0);
+    assert_eq!(
+        result["verdict"], "Partially Fine",
+        "opaque, stored exactly"
+    );
+    assert_eq!(result["extra"], json!({"tests": 3}));
+    assert_eq!(
+        result["props"],
+        serde_json::Value::Null,
+        "{{}} is stored as null"
+    );
+    assert_eq!(result["runner_version"], "0.1.0+abc1234");
+    assert_eq!(s.metric("judge_stale_result_dropped_total").await, 0.0);
+    let mut other = body;
+    other["lease_token"] = json!("ffffffffffffffffffffffffffffffff");
+    let (status, _) = s
+        .post(&format!("/api/jobs/{job}/result"), &key, other)
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "another token is not a resend"
+    );
+    s.stop().await;
+}
+
+async fn release_gives_the_delivery_back_three_times_then_meets_the_cap(backend: Backend) {
+    let s = TestServer::start_with(backend, |c| c.delivery_cap = 2).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let expected = [
+        ("Queued", 0, 1),
+        ("Queued", 0, 2),
+        ("Queued", 0, 3),
+        ("Queued", 1, 3), // fourth release: the delivery is spent, 1 < cap 2
+        ("Failed", 2, 3), // fifth: 2 deliveries reached the cap on the way back to Queued
+    ];
+    for (round, (state, deliveries, releases)) in expected.into_iter().enumerate() {
+        let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+        let (status, body) = s
+            .post(
+                &format!("/api/jobs/{job}/release"),
+                &key,
+                json!({"lease_token": token}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "round {round}: {body}");
+        assert_eq!(body["state"], state, "round {round}");
+        let view = s.job(job).await;
+        assert_eq!(view["state"], state, "round {round}");
+        assert_eq!(view["deliveries"], deliveries, "round {round}");
+        assert_eq!(view["releases"], releases, "round {round}");
+    }
+    assert_eq!(s.job(job).await["failure_reason"], "deliveries.exhausted");
+    assert_eq!(s.metric("judge_releases_total").await, 5.0);
+    s.stop().await;
+}
+
+async fn failure_retryable_requeues(backend: Backend) {
+    let s = TestServer::start_with(backend, |c| c.delivery_cap = 2).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let body = |t: &str| json!({"lease_token": t, "reason": "sandbox.failed", "retryable": true});
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let (status, answer) = s
+        .post(&format!("/api/jobs/{job}/failure"), &key, body(&token))
+        .await;
+    assert_eq!(
+        (status, answer["state"].as_str()),
+        (StatusCode::OK, Some("Queued"))
+    );
+    let view = s.job(job).await;
+    assert_eq!(
+        (view["state"].as_str(), view["deliveries"].as_i64()),
+        (Some("Queued"), Some(1))
+    );
+    assert_eq!(view["failure_reason"], serde_json::Value::Null);
+    // At the cap, a retryable failure fails the job instead.
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let (status, answer) = s
+        .post(&format!("/api/jobs/{job}/failure"), &key, body(&token))
+        .await;
+    assert_eq!(
+        (status, answer["state"].as_str()),
+        (StatusCode::OK, Some("Failed"))
+    );
+    assert_eq!(s.job(job).await["failure_reason"], "deliveries.exhausted");
+    s.stop().await;
+}
+
+async fn failure_not_retryable_fails_with_its_reason(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let body =
+        json!({"lease_token": token, "reason": "package.checksum_mismatch", "retryable": false});
+    let (status, answer) = s
+        .post(&format!("/api/jobs/{job}/failure"), &key, body)
+        .await;
+    assert_eq!(
+        (status, answer["state"].as_str()),
+        (StatusCode::OK, Some("Failed"))
+    );
+    let view = s.job(job).await;
+    assert_eq!(view["state"], "Failed");
+    assert_eq!(view["failure_reason"], "package.checksum_mismatch");
+    assert_eq!(
+        view["result"],
+        serde_json::Value::Null,
+        "an infrastructure failure is never a verdict"
+    );
+    let (status, _) = s.result(job, &token, &key, "Accepted").await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    s.stop().await;
+}
+
+/// `{"k": "xxx..."}` whose compact JSON is exactly `bytes` long.
+fn extra_of(bytes: usize) -> serde_json::Value {
+    json!({"k": "x".repeat(bytes - r#"{"k":""}"#.len())})
+}
+
+async fn extra_within_2048_bytes_allowed(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let extra = extra_of(2048);
+    let body = json!({"lease_token": token, "score": 1.0, "max_score": 1.0, "verdict": "Accepted", "extra": extra});
+    let (status, answer) = s.post(&format!("/api/jobs/{job}/result"), &key, body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        s.job(job).await["result"]["extra"],
+        extra,
+        "stored whole, never truncated"
+    );
+    s.stop().await;
+}
+
+async fn extra_over_2048_bytes_denied(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let body = json!({"lease_token": token, "score": 1.0, "max_score": 1.0, "verdict": "Accepted", "extra": extra_of(2049)});
+    let (status, answer) = s.post(&format!("/api/jobs/{job}/result"), &key, body).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(answer["error"], "result.extra_too_large");
+    let view = s.job(job).await;
+    assert_eq!(view["state"], "Running", "refused, nothing stored");
+    assert_eq!(view["result"], serde_json::Value::Null);
+    s.stop().await;
+}
