@@ -17,10 +17,7 @@ use judge_runner::protocol::JobState;
 #[tokio::test(flavor = "multi_thread")]
 async fn every_example_submission_gets_its_folder_verdict() {
     let scene = Scene::new("examples");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 60),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(60);
     let manager = serve.manager();
     let problems = judge_runner::demo::load(&examples_dir()).unwrap();
     assert!(problems.len() >= 5, "bundled example problems missing");

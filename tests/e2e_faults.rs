@@ -24,10 +24,7 @@ const LONG: Duration = Duration::from_secs(90);
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_daemon_job_is_requeued_and_completed_once() {
     let scene = Scene::new("kill9");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 3),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(3);
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
     let a = manager.create_runner("a").await.unwrap();
@@ -75,10 +72,7 @@ async fn killed_daemon_job_is_requeued_and_completed_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_releases_the_job_to_another_daemon() {
     let scene = Scene::new("sigterm");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 60),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(60);
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
     let a = manager.create_runner("a").await.unwrap();
@@ -126,10 +120,7 @@ async fn sigterm_releases_the_job_to_another_daemon() {
 #[tokio::test(flavor = "multi_thread")]
 async fn stopped_daemon_late_result_is_refused() {
     let scene = Scene::new("sigstop");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 2),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(2);
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
     let a = manager.create_runner("a").await.unwrap();
@@ -182,12 +173,7 @@ async fn stopped_daemon_late_result_is_refused() {
     assert_eq!(after.state, JobState::Completed);
     assert_eq!(after.runner_id, Some(b.runner_id));
     assert_eq!(after.result.unwrap(), standing, "the first Result stands");
-    let text = reqwest::get(format!("http://{}/metrics", first.metrics))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = first.metrics_text().await;
     assert!(
         !text.contains("judge_runner_jobs_done_total{"),
         "the resumed daemon had a Result accepted: {text}"
@@ -238,10 +224,7 @@ async fn job_completes_across_a_server_restart() {
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupted_package_fails_the_job_without_a_result() {
     let scene = Scene::new("corrupt");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 30),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(30);
     let manager = serve.manager();
     let (problem, sha) = upload(&manager, &slow_problem(scene.dir.path(), 2)).await;
     let stored = scene.path(&format!("storage/packages/{sha}.tar.gz"));
@@ -266,12 +249,7 @@ async fn corrupted_package_fails_the_job_without_a_result() {
     assert!(done.result.is_none());
     assert!(done.files.is_empty());
     assert_eq!(done.deliveries, 1, "not retryable");
-    let text = reqwest::get(format!("http://{}/metrics", daemon.metrics))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = daemon.metrics_text().await;
     assert!(
         text.contains("judge_runner_job_failures_total{reason=\"package.checksum_mismatch\"} 1"),
         "{text}"
@@ -283,10 +261,7 @@ async fn corrupted_package_fails_the_job_without_a_result() {
 #[tokio::test(flavor = "multi_thread")]
 async fn rejudge_while_running_waits_for_the_running_attempt() {
     let scene = Scene::new("rejudge");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 30),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(30);
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
     let a = manager.create_runner("a").await.unwrap();
@@ -342,10 +317,7 @@ async fn rejudge_while_running_waits_for_the_running_attempt() {
 #[tokio::test(flavor = "multi_thread")]
 async fn two_daemons_sharing_a_cache_download_once() {
     let scene = Scene::new("sharedcache");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 30),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(30);
     let manager = serve.manager();
     let (problem, sha) = upload(&manager, &slow_problem(scene.dir.path(), 3)).await;
     let a = manager.create_runner("a").await.unwrap();
@@ -388,10 +360,7 @@ async fn two_daemons_sharing_a_cache_download_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn lost_lease_stops_the_running_sandbox_promptly() {
     let scene = Scene::new("cancel");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 3),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(3);
     let manager = serve.manager();
     let (slow, _) = upload(&manager, &slow_problem_with(scene.dir.path(), 1, 20)).await;
     let a = manager.create_runner("a").await.unwrap();

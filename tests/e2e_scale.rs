@@ -110,10 +110,7 @@ async fn two_servers_on_postgres_hand_work_between_daemons() {
 #[tokio::test(flavor = "multi_thread")]
 async fn trial_reports_timings_of_every_test() {
     let scene = Scene::new("trial");
-    let serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 30),
-        &scene.path("serve.log"),
-    );
+    let serve = scene.serve(30);
     let manager = serve.manager();
     let package = judge_runner::demo::examples::tar_gz(&slow_problem(scene.dir.path(), 4)).unwrap();
     // Echoes only "0": test 00 passes, the rest fail, and a trial still runs all four.
@@ -197,10 +194,7 @@ async fn trial_reports_timings_of_every_test() {
 #[tokio::test(flavor = "multi_thread")]
 async fn second_signal_exits_at_once() {
     let scene = Scene::new("twosignals");
-    let mut serve = Serve::start(
-        &ServeOpts::sqlite(scene.dir.path(), 60),
-        &scene.path("serve.log"),
-    );
+    let mut serve = scene.serve(60);
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 20)).await;
     let a = manager.create_runner("a").await.unwrap();

@@ -120,42 +120,28 @@ impl Manager {
 
     /// An attachment's bytes (`details`, `log`).
     pub async fn file(&self, job: Id, name: &str) -> Result<Vec<u8>, ManagerError> {
-        let call = format!("file {name} of job {job}");
-        let response = self
-            .http
-            .get(format!("{}/api/jobs/{job}/files/{name}", self.base))
-            .bearer_auth(&self.token)
-            .send()
+        let path = format!("/api/jobs/{job}/files/{name}");
+        self.get_bytes(&format!("file {name} of job {job}"), &path)
             .await
-            .map_err(|source| ManagerError::Http {
-                call: call.clone(),
-                source,
-            })?;
-        let response = check(&call, response).await?;
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|source| ManagerError::Http { call, source })?;
-        Ok(bytes.to_vec())
     }
 
-    /// `GET /metrics` (no token): Prometheus text.
+    /// `GET /metrics`: Prometheus text.
     pub async fn metrics(&self) -> Result<String, ManagerError> {
-        let call = "metrics".to_string();
-        let response = self
+        let bytes = self.get_bytes("metrics", "/metrics").await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    async fn get_bytes(&self, call: &str, path: &str) -> Result<Vec<u8>, ManagerError> {
+        let http = |source| ManagerError::Http {
+            call: call.to_string(),
+            source,
+        };
+        let request = self
             .http
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .map_err(|source| ManagerError::Http {
-                call: call.clone(),
-                source,
-            })?;
-        let response = check(&call, response).await?;
-        response
-            .text()
-            .await
-            .map_err(|source| ManagerError::Http { call, source })
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        let response = check(call, request.send().await.map_err(http)?).await?;
+        Ok(response.bytes().await.map_err(http)?.to_vec())
     }
 
     fn post(&self, path: &str) -> reqwest::RequestBuilder {

@@ -202,15 +202,17 @@ impl Daemon {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// One sample of the daemon's Prometheus text, `None` while it does not answer.
+    /// The daemon's Prometheus text, empty while it does not answer.
+    pub async fn metrics_text(&self) -> String {
+        match reqwest::get(format!("http://{}/metrics", self.metrics)).await {
+            Ok(response) => response.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// One unlabelled sample of the daemon's metrics, `None` while it does not answer.
     pub async fn metric(&self, name: &str) -> Option<f64> {
-        let text = reqwest::get(format!("http://{}/metrics", self.metrics))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        metric_value(&text, name)
+        metric_value(&self.metrics_text().await, name)
     }
 }
 
@@ -246,6 +248,14 @@ impl Scene {
 
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// A Server on SQLite in the scene's directory, logging to `serve.log`.
+    pub fn serve(&self, lease_seconds: u64) -> Serve {
+        Serve::start(
+            &ServeOpts::sqlite(self.dir.path(), lease_seconds),
+            &self.path("serve.log"),
+        )
     }
 
     pub fn daemon(&self, server: &str, key: &str, first_box: u32, log: &str) -> Daemon {
