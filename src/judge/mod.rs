@@ -9,7 +9,6 @@ mod boxed;
 mod cases;
 mod compile;
 pub mod default_validator;
-mod detached;
 pub mod details;
 mod engine;
 mod error;
@@ -122,11 +121,6 @@ pub struct JudgeConfig {
     pub work_root: Option<PathBuf>,
     /// Compiled custom validators, shared by every slot of a daemon.
     pub validators: Arc<ValidatorCache>,
-    /// The `judge-runner` binary: an interactive validator runs through its
-    /// `sandbox` subcommand in a child process (see `detached.rs`). Defaults to
-    /// this process's executable when that is `judge-runner`; `None` runs it on a
-    /// thread of this process.
-    pub sandbox_exe: Option<PathBuf>,
 }
 
 /// Box ids from this offset up are validators' (`validator_box_id` default).
@@ -143,9 +137,6 @@ impl JudgeConfig {
             cgroup_parent: "judge-runner".to_string(),
             work_root: None,
             validators: Arc::new(ValidatorCache::default()),
-            sandbox_exe: std::env::current_exe()
-                .ok()
-                .filter(|exe| exe.file_name().is_some_and(|n| n == "judge-runner")),
         }
     }
 }
