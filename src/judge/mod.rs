@@ -15,7 +15,6 @@ mod error;
 pub mod grading;
 mod interactive;
 pub mod language;
-mod links;
 mod validator;
 mod verdict;
 
@@ -205,8 +204,6 @@ impl Judge {
                 why: "not in the language table".to_string(),
             })?;
         let toolchain = self.toolchain(&submission.language)?;
-        let resolved = links::resolve_stubs(problem);
-        let problem = &resolved;
         let total = problem.cases().len();
         if total == 0 {
             return Err(JudgeError::package("the package has no test cases"));
