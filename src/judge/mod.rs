@@ -125,13 +125,18 @@ pub struct JudgeConfig {
 /// Box ids from this offset up are validators' (`validator_box_id` default).
 pub const VALIDATOR_BOX_OFFSET: u32 = 500;
 
+/// The largest `box_id` whose validator box's uid (60000 + id) is still a uid:
+/// 2^32 - 1 is not one (it is -1, "unchanged", to `setresuid`).
+pub const MAX_BOX_ID: u32 = u32::MAX - 1 - crate::sandbox::BOX_UID_BASE - VALIDATOR_BOX_OFFSET;
+
 impl JudgeConfig {
     /// The built-in languages, box `box_id`, the default cgroup parent.
     pub fn new(languages: LanguageTable, box_id: u32) -> Self {
         JudgeConfig {
             languages,
             box_id,
-            validator_box_id: box_id + VALIDATOR_BOX_OFFSET,
+            // Saturating: a `box_id` past `MAX_BOX_ID` is the caller's error, not a panic.
+            validator_box_id: box_id.saturating_add(VALIDATOR_BOX_OFFSET),
             cpu: None,
             cgroup_parent: "judge-runner".to_string(),
             work_root: None,
