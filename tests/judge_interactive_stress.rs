@@ -14,7 +14,7 @@ mod judge_common;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use judge_runner::judge::{Options, Verdict};
+use judge_runner::judge::{CancelHandle, JudgeError, Options, Verdict};
 use judge_runner::package;
 use judge_runner::sandbox::{Plan, Slot, Status, Stdio};
 
@@ -133,4 +133,32 @@ fn two_judges_judge_interactive_problems_at_once() {
             }
         });
     }
+}
+
+/// Cancelling stops an interactive test's two in-process runs long before the
+/// submission's wall limit (3 s here) would.
+#[test]
+fn cancel_stops_an_interactive_test_quickly() {
+    let _serial = judge_common::serial();
+    let problem = package::parse(&judge_common::examples_dir().join("guess")).unwrap();
+    let sleeper = judge_common::source("python3", "z.py", "import time\ntime.sleep(30)\n");
+    let judge = judge_common::judge();
+    let cancel = CancelHandle::new();
+    let options = Options {
+        cancel: cancel.clone(),
+        ..Options::default()
+    };
+    let started = Instant::now();
+    let mut ran = 0;
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1200));
+            cancel.cancel();
+        });
+        judge.judge(&problem, &sleeper, &options, &mut |_| ran += 1)
+    });
+    let elapsed = started.elapsed();
+    assert!(matches!(outcome, Err(JudgeError::Cancelled)), "{outcome:?}");
+    assert_eq!(ran, 0, "no test finished: the first one was cancelled");
+    assert!(elapsed < Duration::from_millis(2500), "{elapsed:?}");
 }
