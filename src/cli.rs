@@ -197,11 +197,12 @@ pub struct JudgeArgs {
     /// Write the compiler output
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
-    /// Language table (YAML, the format of the built-in one) replacing the built-in one
+    /// Language table (YAML, the format of the built-in one; see docs/judge.md) replacing the built-in one
     #[arg(long = "languages", value_name = "FILE")]
     pub language_config: Option<PathBuf>,
-    /// First box id to use (the judge may use a few consecutive ones: interactive, validators)
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Box id of the submission's runs; its custom validator runs on N+500
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(..=i64::from(crate::judge::MAX_BOX_ID)))]
     pub box_id: u32,
     /// Pin sandboxed runs to CPU N
     #[arg(long, value_name = "N")]
@@ -324,7 +325,7 @@ pub struct DaemonArgs {
     /// Languages to offer (comma-separated) [default: every configured language whose toolchain is present]
     #[arg(long, value_name = "LANGS", value_delimiter = ',')]
     pub languages: Option<Vec<String>>,
-    /// Language table (TOML) replacing the built-in one
+    /// Language table (YAML, the format of the built-in one; see docs/judge.md) replacing the built-in one
     #[arg(long, value_name = "FILE")]
     pub language_config: Option<PathBuf>,
     /// Serve Prometheus metrics on this address

@@ -162,6 +162,32 @@ fn unknown_language_is_a_usage_error() {
     assert!(out.stdout.is_empty());
 }
 
+/// The largest box id runs, validator box (N+500, uid 60000+N+500) included;
+/// one more would leave the validator no uid, and is refused as an argument.
+#[test]
+fn box_id_bound_allowed() {
+    let sub = format!("{}/submissions/accepted/n_first.py", example("twosum"));
+    let out = cli(
+        judge_runner::judge::MAX_BOX_ID,
+        &["--problem", &example("twosum"), "--report", "-", &sub],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "Accepted");
+}
+
+#[test]
+fn box_id_bound_denied() {
+    let sub = format!("{}/submissions/accepted/n_first.py", example("twosum"));
+    let out = cli(
+        judge_runner::judge::MAX_BOX_ID + 1,
+        &["--problem", &example("twosum"), "--report", "-", &sub],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--box-id"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
+
 #[test]
 fn broken_package_exits_1_without_verdict() {
     let tmp = tempfile::tempdir().unwrap();

@@ -113,13 +113,49 @@ fn assert_oddecho(problem: &package::Problem) {
         );
         assert!(!group.grading.accept_if_any_accepted);
     }
-    assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
+}
+
+fn case<'a>(problem: &'a package::Problem, name: &str) -> &'a package::TestCase {
+    problem
+        .cases()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no test {name}"))
 }
 
 #[test]
 fn oddecho_is_scoring_with_two_subtasks() {
     let problem = package::parse(&problem_dir("oddecho")).unwrap();
     assert_oddecho(&problem);
+}
+
+/// The shared copy holds git symlink stubs where upstream has symlinks: the
+/// parser follows them, so the tests are the same as with real links.
+#[test]
+fn oddecho_symlink_stubs_resolve_like_symlinks() {
+    let problem = package::parse(&problem_dir("oddecho")).unwrap();
+    for n in 1..=3 {
+        let stub = case(&problem, &format!("secret/subtask2/{n}"));
+        let target = case(&problem, &format!("secret/subtask1/{n}"));
+        assert_eq!(stub.input, target.input, "{n}.in");
+        assert_eq!(stub.answer, target.answer, "{n}.ans");
+        let input = std::fs::read_to_string(&stub.input).unwrap();
+        assert!(!input.starts_with(".."), "{n}.in is test data: {input:?}");
+    }
+    assert_eq!(problem.warnings.len(), 6, "{:#?}", problem.warnings);
+    for n in 1..=3 {
+        for ext in ["in", "ans"] {
+            let file = format!("subtask2/{n}.{ext}");
+            assert!(
+                problem
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains(&file) && w.contains("symlink stub")),
+                "no warning for {file}: {:#?}",
+                problem.warnings
+            );
+        }
+    }
 }
 
 /// Upstream, subtask2's tests 1-3 are symlinks into subtask1: rebuild that.
@@ -146,6 +182,7 @@ fn oddecho_tarball_with_real_symlinks_loads() {
         let loaded = package::load(&archive, &UnpackLimits::default()).unwrap();
         let problem = &loaded.problem;
         assert_oddecho(problem);
+        assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
         let linked = problem
             .cases()
             .into_iter()
@@ -464,4 +501,90 @@ fn name_falls_back_to_the_statement() {
     )
     .unwrap();
     assert_eq!(p.name, "Fancy {\\em} Name");
+}
+
+/// A package in `dir/pkg` (one secret test `01`) whose `02.in` holds `stub`,
+/// and a file `dir/outside.in` beside the package.
+fn package_with_stub(dir: &Path, stub: &str) -> std::path::PathBuf {
+    let root = dir.join("pkg");
+    package_with(
+        &root,
+        "name: x\n",
+        &[("data/secret/02.in", stub), ("data/secret/02.ans", "2\n")],
+    );
+    write_file(&dir.join("outside.in"), b"secret\n");
+    root
+}
+
+#[test]
+fn symlink_stub_inside_the_package_is_followed_allowed() {
+    for (stub, to) in [
+        ("01.in", "01.in"),
+        ("../secret/./01.in", "01.in"),
+        ("03.in", "01.in"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = package_with_stub(dir.path(), stub);
+        write_file(&root.join("data/secret/03.in"), b"01.in"); // a chain: 02 -> 03 -> 01
+        write_file(&root.join("data/secret/03.ans"), b"3\n");
+        let problem = package::parse(&root).unwrap();
+        let expected = root.join("data/secret").join(to).canonicalize().unwrap();
+        assert_eq!(case(&problem, "secret/02").input, expected, "{stub}");
+        assert_eq!(std::fs::read(&expected).unwrap(), b"1\n");
+        assert!(
+            problem
+                .warnings
+                .iter()
+                .any(|w| w.contains("02.in") && w.contains("symlink stub")),
+            "{:?}",
+            problem.warnings
+        );
+    }
+}
+
+#[test]
+fn symlink_stub_pointing_outside_the_package_is_refused_denied() {
+    // The same file as the twin above, reached from outside the package: by
+    // `..`, by an absolute path, through a directory symlink inside the package.
+    for stub in ["../../../outside.in", "/etc/outside.in", "door/outside.in"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = package_with_stub(dir.path(), stub);
+        std::os::unix::fs::symlink(dir.path(), root.join("data/secret/door")).unwrap();
+        let err = package::parse(&root).unwrap_err();
+        let text = invalid_naming(err, "02.in");
+        assert!(
+            text.contains("symlink stub") && text.contains("outside the package"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn stub_shaped_data_naming_nothing_stays_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = package_with_stub(dir.path(), "../missing.in");
+    let problem = package::parse(&root).unwrap();
+    let input = &case(&problem, "secret/02").input;
+    assert_eq!(
+        input,
+        &root.join("data/secret/02.in").canonicalize().unwrap()
+    );
+    assert!(
+        problem
+            .warnings
+            .iter()
+            .any(|w| w.contains("02.in") && w.contains("names no file")),
+        "{:?}",
+        problem.warnings
+    );
+}
+
+#[test]
+fn symlink_stubs_in_a_loop_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = package_with_stub(dir.path(), "03.in");
+    write_file(&root.join("data/secret/03.in"), b"02.in");
+    write_file(&root.join("data/secret/03.ans"), b"3\n");
+    let text = invalid_naming(package::parse(&root).unwrap_err(), "02.in");
+    assert!(text.contains("loop"), "{text}");
 }

@@ -179,6 +179,28 @@ fn check_prints_the_problem_or_what_is_wrong() {
 }
 
 #[test]
+fn check_shows_the_symlink_stubs_it_followed() {
+    let oddecho = problem_dir("oddecho");
+    let out = run(&["package", "check", oddecho.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tests:      18"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for file in ["subtask2/1.in", "subtask2/3.ans"] {
+        assert!(
+            err.lines().any(|l| l.starts_with("warning: ")
+                && l.contains(file)
+                && l.contains("symlink stub")
+                && l.contains(&format!("data/secret/subtask1/{}", &file[9..]))),
+            "no warning for {file}:\n{err}"
+        );
+    }
+}
+
+#[test]
 fn check_reads_archives_and_refuses_hostile_ones() {
     let work = tempfile::tempdir().unwrap();
     let good = work.path().join("oddecho.tar.gz");

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use crate::sandbox::{self, SandboxError};
 
-use super::detached::Detached;
 use super::error::JudgeError;
 use super::{CancelHandle, JudgeConfig};
 
@@ -109,7 +108,6 @@ pub(crate) struct Slot {
     cpu: Option<u32>,
     cgroup_parent: String,
     cancel: sandbox::Cancel,
-    sandbox_exe: Option<PathBuf>,
     submission_box: Mutex<Option<sandbox::Slot>>,
     validator_box: Mutex<Option<sandbox::Slot>>,
 }
@@ -171,7 +169,6 @@ impl Slot {
             cpu: config.cpu,
             cgroup_parent: config.cgroup_parent.clone(),
             cancel: cancel.sandbox_cancel(),
-            sandbox_exe: config.sandbox_exe.clone(),
             submission_box: Mutex::new(None),
             validator_box: Mutex::new(None),
         }
@@ -218,34 +215,6 @@ impl Slot {
         let result = slot.run(&plan);
         let ended = Instant::now();
         let report = result.map_err(|e| sandbox_error(what, &e))?;
-        Ok((box_report(what, report)?, ended))
-    }
-
-    /// `run_timed` in a child `judge-runner sandbox` process when the judge knows
-    /// where that binary is (see `detached.rs` for why), else in this process.
-    pub fn run_timed_detached(
-        &self,
-        what: &str,
-        run: BoxRun<'_>,
-    ) -> Result<(BoxReport, Instant), JudgeError> {
-        let Some(exe) = &self.sandbox_exe else {
-            return self.run_timed(what, run);
-        };
-        if self.cancelled() {
-            return Err(JudgeError::Cancelled);
-        }
-        let detached = Detached {
-            exe,
-            box_id: if run.validator_box {
-                self.validator_box_id
-            } else {
-                self.box_id
-            },
-            cpu: self.cpu,
-            cgroup_parent: &self.cgroup_parent,
-            cancel: &self.cancel,
-        };
-        let (report, ended) = detached.run(what, run)?;
         Ok((box_report(what, report)?, ended))
     }
 

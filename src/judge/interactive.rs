@@ -106,12 +106,12 @@ pub(crate) fn run(
     let slot = cases.slot;
     let (val_result, sub_result) = std::thread::scope(|s| {
         let val = s.spawn(move || {
-            let ended = slot.run_timed_detached("running the interactive validator", val_run);
+            let ended = slot.run_timed("running the interactive validator", val_run);
             drop(validator_ends);
             ended
         });
         let sub = s.spawn(move || {
-            let ended = slot.run_timed_detached("running the submission", sub_run);
+            let ended = slot.run_timed("running the submission", sub_run);
             drop(submission_ends);
             ended
         });

@@ -9,14 +9,12 @@ mod boxed;
 mod cases;
 mod compile;
 pub mod default_validator;
-mod detached;
 pub mod details;
 mod engine;
 mod error;
 pub mod grading;
 mod interactive;
 pub mod language;
-mod links;
 mod validator;
 mod verdict;
 
@@ -122,15 +120,14 @@ pub struct JudgeConfig {
     pub work_root: Option<PathBuf>,
     /// Compiled custom validators, shared by every slot of a daemon.
     pub validators: Arc<ValidatorCache>,
-    /// The `judge-runner` binary: an interactive validator runs through its
-    /// `sandbox` subcommand in a child process (see `detached.rs`). Defaults to
-    /// this process's executable when that is `judge-runner`; `None` runs it on a
-    /// thread of this process.
-    pub sandbox_exe: Option<PathBuf>,
 }
 
 /// Box ids from this offset up are validators' (`validator_box_id` default).
 pub const VALIDATOR_BOX_OFFSET: u32 = 500;
+
+/// The largest `box_id` whose validator box's uid (60000 + id) is still a uid:
+/// 2^32 - 1 is not one (it is -1, "unchanged", to `setresuid`).
+pub const MAX_BOX_ID: u32 = u32::MAX - 1 - crate::sandbox::BOX_UID_BASE - VALIDATOR_BOX_OFFSET;
 
 impl JudgeConfig {
     /// The built-in languages, box `box_id`, the default cgroup parent.
@@ -138,14 +135,12 @@ impl JudgeConfig {
         JudgeConfig {
             languages,
             box_id,
-            validator_box_id: box_id + VALIDATOR_BOX_OFFSET,
+            // Saturating: a `box_id` past `MAX_BOX_ID` is the caller's error, not a panic.
+            validator_box_id: box_id.saturating_add(VALIDATOR_BOX_OFFSET),
             cpu: None,
             cgroup_parent: "judge-runner".to_string(),
             work_root: None,
             validators: Arc::new(ValidatorCache::default()),
-            sandbox_exe: std::env::current_exe()
-                .ok()
-                .filter(|exe| exe.file_name().is_some_and(|n| n == "judge-runner")),
         }
     }
 }
@@ -214,8 +209,6 @@ impl Judge {
                 why: "not in the language table".to_string(),
             })?;
         let toolchain = self.toolchain(&submission.language)?;
-        let resolved = links::resolve_stubs(problem);
-        let problem = &resolved;
         let total = problem.cases().len();
         if total == 0 {
             return Err(JudgeError::package("the package has no test cases"));

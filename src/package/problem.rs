@@ -202,7 +202,8 @@ impl Default for Grading {
     }
 }
 
-/// One test case: `NAME.in` and `NAME.ans` (symlinks resolved inside the package).
+/// One test case: `NAME.in` and `NAME.ans` (symlinks and symlink stubs resolved
+/// inside the package).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestCase {
     /// Path under `data/` without extension, e.g. `secret/subtask1/01`.

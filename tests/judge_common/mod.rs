@@ -36,7 +36,6 @@ pub fn judge() -> Judge {
     let mut config = JudgeConfig::new(LanguageTable::builtin().unwrap(), 100 + n);
     config.validator_box_id = 300 + n;
     config.cgroup_parent = cgroup_parent();
-    config.sandbox_exe = Some(PathBuf::from(env!("CARGO_BIN_EXE_judge-runner")));
     Judge::new(config)
 }
 
@@ -47,10 +46,12 @@ pub fn cgroup_parent() -> String {
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Held by every test that runs sandboxes: two sandboxes started from two
-/// threads of one process can deadlock in the sandbox's clone path (see
-/// `src/judge/detached.rs`), so the tests of one binary take turns. Dropped
-/// last (declare it first), it removes the test's cgroup parent.
+/// Held by every test that runs sandboxes, so the tests of one binary take
+/// turns: on this 2-core machine, judgings running side by side would steal each
+/// other's CPU and make time-limit verdicts flaky, and every test shares this
+/// process's cgroup parent, which the guard removes when dropped (declare it
+/// first, so it is dropped last). Concurrency itself is tested on purpose in
+/// `judge_interactive_stress.rs`.
 pub struct Serial {
     _lock: MutexGuard<'static, ()>,
 }

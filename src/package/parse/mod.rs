@@ -5,6 +5,7 @@
 mod config;
 mod grading;
 mod programs;
+mod stubs;
 mod testdata;
 pub(crate) mod words;
 mod yaml;

@@ -13,12 +13,15 @@ use serde_yaml_ng::Mapping;
 
 use super::config::ProblemGrading;
 use super::grading::{GradingInput, grading, inherit, unknown_keys};
+use super::stubs::{self, Stub};
 use super::yaml::load_mapping;
 use crate::package::error::PackageError;
 use crate::package::problem::{DefaultValidatorFlags, ProblemKind, TestCase, TestGroup, TestItem};
 
 /// Deeper than any real package nests its groups.
 const MAX_DEPTH: usize = 32;
+/// Chains of symlink stubs are followed this far (a loop ends here).
+const MAX_STUB_HOPS: usize = 8;
 /// Directories of `data/` that hold validator tests, not tests of submissions.
 const VALIDATION_DIRS: &[&str] = &["invalid_input", "invalid_output", "valid_output", "bad"];
 
@@ -188,8 +191,8 @@ impl<'a> Walker<'a> {
         }
         Ok(Some(TestItem::Case(TestCase {
             name: join_name(group, stem),
-            input: self.inside(&input)?,
-            answer: self.inside(&answer)?,
+            input: self.test_file(&input)?,
+            answer: self.test_file(&answer)?,
         })))
     }
 
@@ -204,6 +207,76 @@ impl<'a> Walker<'a> {
             ));
         }
         Ok(resolved)
+    }
+}
+
+impl Walker<'_> {
+    /// A test file with its links resolved and then its symlink stubs followed
+    /// (`stubs.rs`), each hop held to the rule of `inside`.
+    fn test_file(&mut self, path: &Path) -> Result<PathBuf, PackageError> {
+        let mut current = self.inside(path)?;
+        let mut first_text = None;
+        for _ in 0..=MAX_STUB_HOPS {
+            let Some((text, next)) = self.stub_hop(path, &current)? else {
+                if let Some(text) = first_text {
+                    let to = current.strip_prefix(self.root).unwrap_or(&current);
+                    self.warnings.push(format!(
+                        "{}: a symlink stub holding {text:?}, followed to {} as the symlink it stands for",
+                        path.display(),
+                        to.display()
+                    ));
+                }
+                return Ok(current);
+            };
+            first_text.get_or_insert(text);
+            current = next;
+        }
+        Err(PackageError::invalid(
+            path,
+            "symlink stubs chained too long (or in a loop)",
+        ))
+    }
+
+    /// The file the stub `current` (reached from the test file `path`) names,
+    /// resolved; `None` when `current` is test data.
+    fn stub_hop(
+        &mut self,
+        path: &Path,
+        current: &Path,
+    ) -> Result<Option<(String, PathBuf)>, PackageError> {
+        let stub_error = |text: &str, what: String| {
+            PackageError::invalid(
+                path,
+                format!("a symlink stub holding {text:?}, which {what}"),
+            )
+        };
+        let (text, target) = match stubs::read(current, self.root) {
+            Stub::Data => return Ok(None),
+            Stub::Outside { text } => {
+                return Err(stub_error(&text, "points outside the package".into()));
+            }
+            Stub::Inside { text, target } => (text, target),
+        };
+        match fs::canonicalize(&target) {
+            Ok(next) if next.is_file() => {
+                if next.starts_with(self.root) {
+                    Ok(Some((text, next)))
+                } else {
+                    let to = format!("links outside the package (to {})", next.display());
+                    Err(stub_error(&text, to))
+                }
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(stub_error(&text, format!("cannot be resolved: {e}")))
+            }
+            _ => {
+                self.warnings.push(format!(
+                    "{}: holds only {text:?}, like a symlink stub, but names no file; judged as test data",
+                    current.display()
+                ));
+                Ok(None)
+            }
+        }
     }
 }
 
