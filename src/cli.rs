@@ -313,8 +313,9 @@ pub struct DaemonArgs {
     /// Slots evaluating in parallel [default: CPUs - 1, at least 1]
     #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
-    /// Box id of the first slot; slots use N, N+1, ...
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    /// Box id of the first slot; slots use N, N+1, ... (their validators N+500, ...)
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(..=i64::from(crate::judge::MAX_BOX_ID)))]
     pub first_box: u32,
     /// Package cache root, shareable between daemons
     #[arg(long, value_name = "DIR", default_value = "packages-cache")]

@@ -236,3 +236,27 @@ async fn second_signal_exits_at_once() {
         "stray sandboxed processes"
     );
 }
+
+/// Box ids past the judge's largest are refused before anything starts: a
+/// `--first-box` out of range is a usage error (2), slots running past it a
+/// start-up failure (1).
+#[test]
+fn box_ids_past_the_largest_are_refused() {
+    let max = judge_runner::judge::MAX_BOX_ID;
+    let run = |first: u32, slots: &str| {
+        std::process::Command::new(BIN)
+            .args(["daemon", "--server", "http://127.0.0.1:9", "--key", "k"])
+            .args(["--first-box", &first.to_string(), "--slots", slots])
+            .args(["--cache", "/nonexistent/never-created"])
+            .output()
+            .unwrap()
+    };
+    let past = run(max + 1, "1");
+    assert_eq!(past.status.code(), Some(2), "{past:?}");
+    let overflow = run(max, "2");
+    assert_eq!(overflow.status.code(), Some(1), "{overflow:?}");
+    assert!(
+        String::from_utf8_lossy(&overflow.stderr).contains("box ids"),
+        "{overflow:?}"
+    );
+}

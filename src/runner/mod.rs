@@ -91,6 +91,8 @@ pub enum RunnerError {
     Languages(#[from] LanguageConfigError),
     #[error("no language to offer: {detail}")]
     NoLanguages { detail: String },
+    #[error("box ids {first}..{first}+{slots} go past {max} (lower --first-box or --slots)")]
+    BoxIds { first: u32, slots: usize, max: u32 },
     #[error("cannot serve metrics on {addr}: {source}")]
     Metrics {
         addr: SocketAddr,
@@ -115,10 +117,18 @@ impl Daemon {
             Some(path) => LanguageTable::from_file(path)?,
             None => LanguageTable::builtin()?,
         };
-        let cache = open_cache(&config, &client)?;
         let slot_count = config
             .slots
             .map_or_else(default_slots, |n| n.max(1) as usize);
+        let last_box = u64::from(config.first_box) + slot_count as u64 - 1;
+        if last_box > u64::from(crate::judge::MAX_BOX_ID) {
+            return Err(RunnerError::BoxIds {
+                first: config.first_box,
+                slots: slot_count,
+                max: crate::judge::MAX_BOX_ID,
+            });
+        }
+        let cache = open_cache(&config, &client)?;
         let cpus = slot::plan_cpus(slot_count, config.pin_cpus);
         let validators = Arc::new(ValidatorCache::default());
         let judges: Vec<Arc<Judge>> = (0..slot_count)
