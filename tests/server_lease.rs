@@ -21,6 +21,8 @@ backend_tests!(
     lease_calls_acknowledge_once_and_bump_row_version,
     stale_token_gets_lease_lost_changes_nothing_and_is_counted,
     expired_lease_reclaimed_then_late_result_is_lost_and_newer_stands,
+    lease_call_before_expiry_allowed,
+    lease_call_after_expiry_denied_before_any_sweep,
     reaper_refunds_only_unacknowledged_claims_three_times,
     delivery_cap_fails_the_job_with_deliveries_exhausted,
 );
@@ -368,6 +370,66 @@ async fn expired_lease_reclaimed_then_late_result_is_lost_and_newer_stands(backe
     assert_eq!(view["deliveries"], 2);
     assert_eq!(s.metric("judge_leases_expired_total").await, 1.0);
     assert_eq!(s.metric("judge_stale_result_dropped_total").await, 2.0);
+    s.stop().await;
+}
+
+/// Twin of the next test: a call one second before `lease_expires_at` holds.
+async fn lease_call_before_expiry_allowed(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    s.advance(59);
+    let (status, body) = s.result(job, &token, &key, "Accepted").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(s.job(job).await["state"], "Completed");
+    s.stop().await;
+}
+
+/// A lease past its `lease_expires_at` is dead even though no reaper has swept it
+/// yet: every lease-bearing call is `409 lease.lost`, changes nothing and is
+/// counted; the sweep then requeues the job.
+async fn lease_call_after_expiry_denied_before_any_sweep(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    s.advance(60);
+    let calls = [
+        ("lease", json!({"lease_token": token})),
+        (
+            "progress",
+            json!({"lease_token": token, "done": 1, "total": 2}),
+        ),
+        ("release", json!({"lease_token": token})),
+        (
+            "failure",
+            json!({"lease_token": token, "reason": "sandbox.failed", "retryable": true}),
+        ),
+    ];
+    for (call, body) in calls {
+        let (status, answer) = s.post(&format!("/api/jobs/{job}/{call}"), &key, body).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (StatusCode::CONFLICT, Some("lease.lost")),
+            "{call}"
+        );
+    }
+    let (status, answer) = s.result(job, &token, &key, "Accepted").await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (StatusCode::CONFLICT, Some("lease.lost"))
+    );
+    let view = s.job(job).await;
+    assert_eq!(view["state"], "Running", "nothing changed: not swept yet");
+    assert_eq!(view["acknowledged_at"], serde_json::Value::Null);
+    assert_eq!(view["row_version"], 0);
+    assert_eq!(view["result"], serde_json::Value::Null);
+    assert_eq!(s.metric("judge_stale_result_dropped_total").await, 5.0);
+    s.reap().await;
+    assert_eq!(s.job(job).await["state"], "Queued");
     s.stop().await;
 }
 

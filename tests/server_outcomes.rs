@@ -6,7 +6,7 @@
 mod server_common;
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 use server_common::{Backend, TestServer, lease_of};
 
 backend_tests!(
@@ -16,6 +16,10 @@ backend_tests!(
     failure_not_retryable_fails_with_its_reason,
     extra_within_2048_bytes_allowed,
     extra_over_2048_bytes_denied,
+    extra_of_2048_bytes_as_sent_allowed,
+    extra_of_2049_bytes_as_sent_denied,
+    lease_calls_naming_their_attempt_allowed,
+    lease_calls_naming_another_attempt_denied,
 );
 
 async fn result_is_idempotent_for_the_same_token(backend: Backend) {
@@ -200,5 +204,156 @@ async fn extra_over_2048_bytes_denied(backend: Backend) {
     let view = s.job(job).await;
     assert_eq!(view["state"], "Running", "refused, nothing stored");
     assert_eq!(view["result"], serde_json::Value::Null);
+    s.stop().await;
+}
+
+/// A result body as a client with spaced separators (Python's `json.dumps`) writes
+/// it, with an `extra` of exactly `bytes` bytes as sent (one byte fewer compact).
+fn spaced_result_body(token: &str, bytes: usize) -> String {
+    let filler = "x".repeat(bytes - r#"{"k": ""}"#.len());
+    format!(
+        r#"{{"lease_token": "{token}", "score": 1.0, "max_score": 1.0, "verdict": "Accepted", "extra": {{"k": "{filler}"}}}}"#
+    )
+}
+
+async fn post_raw(s: &TestServer, path: &str, key: &str, body: String) -> (StatusCode, Value) {
+    let resp = s
+        .http
+        .post(s.url(path))
+        .bearer_auth(key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn extra_of_2048_bytes_as_sent_allowed(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let body = spaced_result_body(&token, 2048);
+    let (status, answer) = post_raw(&s, &format!("/api/jobs/{job}/result"), &key, body).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        s.job(job).await["result"]["extra"]["k"]
+            .as_str()
+            .unwrap()
+            .len(),
+        2039
+    );
+    s.stop().await;
+}
+
+/// 2049 bytes as sent is refused even though its compact form is 2048 bytes: the
+/// limit is on the JSON the client wrote.
+async fn extra_of_2049_bytes_as_sent_denied(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let body = spaced_result_body(&token, 2049);
+    let (status, answer) = post_raw(&s, &format!("/api/jobs/{job}/result"), &key, body).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("result.extra_too_large")
+        )
+    );
+    assert_eq!(
+        s.job(job).await["state"],
+        "Running",
+        "refused, nothing stored"
+    );
+    s.stop().await;
+}
+
+/// Every lease-bearing body may name its attempt (the contract's "and attempt").
+async fn lease_calls_naming_their_attempt_allowed(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let calls = [
+        (
+            "lease",
+            json!({"lease_token": token, "attempt": 1, "seconds": 30}),
+        ),
+        (
+            "progress",
+            json!({"lease_token": token, "attempt": 1, "done": 1, "total": 1}),
+        ),
+        (
+            "result",
+            json!({"lease_token": token, "attempt": 1, "score": 1.0, "max_score": 1.0,
+            "verdict": "Accepted", "extra": null, "props": null, "runner_version": "t"}),
+        ),
+    ];
+    for (call, body) in calls {
+        let (status, answer) = s.post(&format!("/api/jobs/{job}/{call}"), &key, body).await;
+        assert_eq!(status, StatusCode::OK, "{call}: {answer}");
+    }
+    assert_eq!(s.job(job).await["state"], "Completed");
+    let (_, job) = s.submit(problem, "python3").await;
+    for call in ["release", "failure"] {
+        let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+        let body = json!({"lease_token": token, "attempt": 1, "reason": "sandbox.failed", "retryable": true});
+        let body = if call == "release" {
+            json!({"lease_token": token, "attempt": 1})
+        } else {
+            body
+        };
+        let (status, answer) = s.post(&format!("/api/jobs/{job}/{call}"), &key, body).await;
+        assert_eq!(
+            (status, answer["state"].as_str()),
+            (StatusCode::OK, Some("Queued")),
+            "{call}"
+        );
+    }
+    s.stop().await;
+}
+
+async fn lease_calls_naming_another_attempt_denied(backend: Backend) {
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (_, job) = s.submit(problem, "python3").await;
+    let (_, key) = s.runner("r").await;
+    let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
+    let calls = [
+        ("lease", json!({"lease_token": token, "attempt": 2})),
+        (
+            "progress",
+            json!({"lease_token": token, "attempt": 2, "done": 1, "total": 1}),
+        ),
+        ("release", json!({"lease_token": token, "attempt": 2})),
+        (
+            "failure",
+            json!({"lease_token": token, "attempt": 2, "reason": "x", "retryable": false}),
+        ),
+        (
+            "result",
+            json!({"lease_token": token, "attempt": 2, "score": 1.0, "max_score": 1.0,
+            "verdict": "Accepted"}),
+        ),
+    ];
+    for (call, body) in calls {
+        let (status, answer) = s.post(&format!("/api/jobs/{job}/{call}"), &key, body).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (StatusCode::CONFLICT, Some("lease.lost")),
+            "{call}"
+        );
+    }
+    let view = s.job(job).await;
+    assert_eq!(view["state"], "Running", "nothing changed");
+    assert_eq!(view["row_version"], 0);
+    assert_eq!(s.metric("judge_stale_result_dropped_total").await, 5.0);
     s.stop().await;
 }

@@ -145,6 +145,10 @@ pub struct LeaseRenewal {
     pub lease_token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<u64>,
+    /// The attempt the call is about (optional; the job id already pins it, so a
+    /// different one is `409 lease.lost`). Ignored on trials, which have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +163,10 @@ pub struct ProgressBody {
     pub lease_token: String,
     pub done: u64,
     pub total: u64,
+    /// The attempt the call is about (optional; the job id already pins it, so a
+    /// different one is `409 lease.lost`). Ignored on trials, which have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
 }
 
 /// `POST /api/{jobs,trials}/{id}/release`
@@ -166,6 +174,10 @@ pub struct ProgressBody {
 #[serde(deny_unknown_fields)]
 pub struct ReleaseBody {
     pub lease_token: String,
+    /// The attempt the call is about (optional; the job id already pins it, so a
+    /// different one is `409 lease.lost`). Ignored on trials, which have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
 }
 
 /// `POST /api/jobs/{id}/result`
@@ -182,6 +194,10 @@ pub struct ResultBody {
     pub props: Option<serde_json::Value>,
     #[serde(default)]
     pub runner_version: Option<String>,
+    /// The attempt the result is for (optional; the job id already pins it, so a
+    /// different one is `409 lease.lost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
 }
 
 /// `POST /api/{jobs,trials}/{id}/failure`: an infrastructure failure, never a verdict.
@@ -191,6 +207,10 @@ pub struct FailureBody {
     pub lease_token: String,
     pub reason: String,
     pub retryable: bool,
+    /// The attempt the call is about (optional; the job id already pins it, so a
+    /// different one is `409 lease.lost`). Ignored on trials, which have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
 }
 
 /// One test's timing in a Trial result.

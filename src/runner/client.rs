@@ -168,6 +168,7 @@ impl Client {
         let body = LeaseRenewal {
             lease_token: token.to_string(),
             seconds: None,
+            attempt: None,
         };
         self.post_json(work, "lease", &body).await
     }
@@ -184,6 +185,7 @@ impl Client {
             lease_token: token.to_string(),
             done,
             total,
+            attempt: None,
         };
         self.post_json::<serde_json::Value>(work, "progress", &body)
             .await
@@ -194,6 +196,7 @@ impl Client {
     pub async fn release(&self, work: WorkRef, token: &str) -> Result<(), ClientError> {
         let body = ReleaseBody {
             lease_token: token.to_string(),
+            attempt: None,
         };
         self.post_json::<serde_json::Value>(work, "release", &body)
             .await
@@ -212,6 +215,7 @@ impl Client {
             lease_token: token.to_string(),
             reason: reason.to_string(),
             retryable,
+            attempt: None,
         };
         self.post_json::<serde_json::Value>(work, "failure", &body)
             .await

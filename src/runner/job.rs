@@ -398,6 +398,7 @@ async fn report(
         extra: None,
         props: None,
         runner_version: Some(crate::version::RUNNER_VERSION.to_string()),
+        attempt: None,
     };
     let sent =
         Client::until_answered("result", give_up, backoff, || client.result(job, &body)).await;

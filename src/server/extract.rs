@@ -17,6 +17,11 @@ use super::state::AppState;
 #[derive(Debug, Clone)]
 pub struct ApiJson<T>(pub T);
 
+/// A JSON body and the bytes it was parsed from, for limits that are measured on
+/// what the client sent (the Result's `extra`).
+#[derive(Debug, Clone)]
+pub struct ApiJsonWithBytes<T>(pub T, pub Bytes);
+
 /// A JSON body that may be left out entirely (then `T::default()`).
 #[derive(Debug, Clone)]
 pub struct OptionalJson<T>(pub T);
@@ -50,6 +55,17 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
             .await
             .map_err(|r| body_error(r, state))?;
         parse_json(&bytes).map(ApiJson)
+    }
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJsonWithBytes<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|r| body_error(r, state))?;
+        let value = parse_json(&bytes)?;
+        Ok(ApiJsonWithBytes(value, bytes))
     }
 }
 

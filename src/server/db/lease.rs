@@ -2,9 +2,12 @@
 //! reaper's expiry sweep and the requeue of a revoked Runner's work.
 //!
 //! Every lease-bearing statement is built by [`fenced!`]: ONE conditional `UPDATE`
-//! on `id + lease_token + runner_id + state = 'Running'` that also sets
-//! `acknowledged_at` (first call only) and bumps `row_version`. A `None` from it is
-//! turned into `409 lease.lost` by [`Db::fenced`], nowhere else.
+//! on `id + lease_token + runner_id + state = 'Running'` and an unexpired lease
+//! (`lease_expires_ms > now`) that also sets `acknowledged_at` (first call only) and
+//! bumps `row_version`. A `None` from it is turned into `409 lease.lost` by
+//! [`Db::fenced`], nowhere else. The expiry is part of the fence so that a lease
+//! past its `lease_expires_at` is dead at once, whether or not a reaper has swept it
+//! yet: what a Runner sees never depends on when the last sweep ran.
 //!
 //! Going back to Queued always checks the delivery cap in the same statement: a row
 //! whose deliveries (after any give-back) reached the cap goes to Failed with
@@ -25,6 +28,7 @@ macro_rules! fenced {
             " SET acknowledged_ms = COALESCE(acknowledged_ms, $4), row_version = row_version + 1",
             $set,
             " WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running'",
+            " AND lease_expires_ms > $4",
             " RETURNING ",
             $returning
         )
@@ -157,6 +161,28 @@ pub enum Sweep {
 }
 
 impl Db {
+    /// A call that names an attempt holds only for the job's own attempt. A job id
+    /// pins its attempt for good, so this read needs no lock and is equivalent to
+    /// one more condition on the fenced update; a mismatch is `lease.lost` (counted)
+    /// through [`Db::fenced`]. Trials have no attempts: nothing to check.
+    pub async fn check_attempt(
+        &self,
+        fence: Fence<'_>,
+        attempt: Option<i64>,
+    ) -> Result<(), DbError> {
+        let (Some(attempt), Work::Job) = (attempt, fence.work) else {
+            return Ok(());
+        };
+        const SQL: &str = "SELECT attempt FROM jobs WHERE id = $1";
+        let found: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(SQL)
+            .bind(fence.id)
+            .fetch_optional(pool).await)?;
+        if found == Some(attempt) {
+            return Ok(());
+        }
+        self.fenced(fence, None::<()>).await
+    }
+
     /// Renews by `seconds`, else by the lease's own `lease_seconds`.
     pub async fn renew_lease(
         &self,
@@ -298,7 +324,8 @@ mod tests {
         {
             assert!(
                 sql.contains(
-                    "WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running'"
+                    "WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running' \
+                     AND lease_expires_ms > $4"
                 ),
                 "{sql}"
             );

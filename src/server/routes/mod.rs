@@ -15,7 +15,7 @@ use crate::protocol::{
 };
 use crate::server::auth::RunnerAuth;
 use crate::server::db::Work;
-use crate::server::extract::{ApiJson, ApiPath};
+use crate::server::extract::{ApiJson, ApiJsonWithBytes, ApiPath};
 use crate::server::state::AppState;
 
 /// The same lease-bearing handler for jobs and trials: `$name` for `$work`.
@@ -94,9 +94,9 @@ async fn job_result(
     State(state): State<AppState>,
     runner: RunnerAuth,
     ApiPath(id): ApiPath<i64>,
-    ApiJson(body): ApiJson<ResultBody>,
+    ApiJsonWithBytes(body, raw): ApiJsonWithBytes<ResultBody>,
 ) -> Result<axum::Json<StateAnswer>, crate::server::error::ApiError> {
-    results::job_result(&state, runner, id, body).await
+    results::job_result(&state, runner, id, body, &raw).await
 }
 
 async fn trial_result(

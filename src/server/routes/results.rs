@@ -16,6 +16,22 @@ use crate::server::storage::Storage;
 /// `extra` is public and rides in every list: at most this many bytes of JSON.
 pub const MAX_EXTRA_BYTES: usize = 2048;
 
+/// The `extra` of a result body exactly as the client wrote it.
+#[derive(serde::Deserialize)]
+struct RawExtra<'a> {
+    #[serde(borrow, default)]
+    extra: Option<&'a serde_json::value::RawValue>,
+}
+
+/// How many bytes of JSON `extra` is, measured on the request as sent (so the
+/// limit means what the client measured, whatever its serialiser's spacing or
+/// escaping), never on our own re-serialisation of it.
+fn extra_bytes_sent(raw_body: &[u8]) -> Result<usize, ApiError> {
+    let raw: RawExtra<'_> = serde_json::from_slice(raw_body)
+        .map_err(|e| ApiError::invalid(format!("invalid JSON body: {e}")))?;
+    Ok(raw.extra.map_or(0, |v| v.get().len()))
+}
+
 /// `null` and `{}` both mean none and are stored as NULL; anything else as its
 /// compact JSON text.
 fn normalised(value: Option<serde_json::Value>) -> Result<Option<String>, ApiError> {
@@ -34,16 +50,16 @@ pub async fn job_result(
     runner: RunnerAuth,
     job_id: i64,
     body: ResultBody,
+    raw_body: &[u8],
 ) -> Result<Json<StateAnswer>, ApiError> {
     if body.verdict.is_empty() {
         return Err(ApiError::invalid("verdict must not be empty"));
     }
     let extra = normalised(body.extra)?;
-    if let Some(text) = &extra
-        && text.len() > MAX_EXTRA_BYTES
-    {
+    let sent = extra_bytes_sent(raw_body)?;
+    if extra.is_some() && sent > MAX_EXTRA_BYTES {
         return Err(ApiError::ExtraTooLarge {
-            size: text.len(),
+            size: sent,
             limit: MAX_EXTRA_BYTES,
         });
     }
@@ -62,6 +78,7 @@ pub async fn job_result(
         lease_token: &body.lease_token,
         runner_id: runner.runner_id,
     };
+    state.db.check_attempt(fence, body.attempt).await?;
     let outcome = state
         .db
         .complete_job(fence, state.now_ms(), &result)
@@ -119,5 +136,16 @@ mod tests {
             Some(r#"{"a":1}"#)
         );
         assert_eq!(normalised(Some(json!([]))).unwrap().as_deref(), Some("[]"));
+    }
+
+    #[test]
+    fn extra_is_measured_as_sent() {
+        let spaced = br#"{"lease_token": "t", "extra": {"k": "\u00e9"}, "verdict": "x"}"#;
+        assert_eq!(
+            extra_bytes_sent(spaced).unwrap(),
+            r#"{"k": "\u00e9"}"#.len()
+        );
+        assert_eq!(extra_bytes_sent(br#"{"extra": null}"#).unwrap(), 0);
+        assert_eq!(extra_bytes_sent(br#"{"lease_token": "t"}"#).unwrap(), 0);
     }
 }

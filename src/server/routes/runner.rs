@@ -224,14 +224,9 @@ pub async fn renew(
         )));
     }
     let seconds = body.seconds.map(|s| to_i64(s, "seconds")).transpose()?;
-    let expires = state
-        .db
-        .renew_lease(
-            fence(work, id, &body.lease_token, runner),
-            state.now_ms(),
-            seconds,
-        )
-        .await?;
+    let fence = fence(work, id, &body.lease_token, runner);
+    state.db.check_attempt(fence, body.attempt).await?;
+    let expires = state.db.renew_lease(fence, state.now_ms(), seconds).await?;
     Ok(Json(LeaseRenewed {
         lease_expires_at: to_datetime(expires),
     }))
@@ -245,14 +240,11 @@ pub async fn progress(
     body: ProgressBody,
 ) -> Result<Json<LeaseRenewed>, ApiError> {
     let (done, total) = (to_i64(body.done, "done")?, to_i64(body.total, "total")?);
+    let fence = fence(work, id, &body.lease_token, runner);
+    state.db.check_attempt(fence, body.attempt).await?;
     let expires = state
         .db
-        .record_progress(
-            fence(work, id, &body.lease_token, runner),
-            state.now_ms(),
-            done,
-            total,
-        )
+        .record_progress(fence, state.now_ms(), done, total)
         .await?;
     Ok(Json(LeaseRenewed {
         lease_expires_at: to_datetime(expires),
@@ -266,10 +258,9 @@ pub async fn release(
     id: i64,
     body: ReleaseBody,
 ) -> Result<Json<StateAnswer>, ApiError> {
-    let new_state = state
-        .db
-        .release(fence(work, id, &body.lease_token, runner), state.now_ms())
-        .await?;
+    let fence = fence(work, id, &body.lease_token, runner);
+    state.db.check_attempt(fence, body.attempt).await?;
+    let new_state = state.db.release(fence, state.now_ms()).await?;
     after_lease_end(state, work, id, new_state).await?;
     Ok(Json(StateAnswer { state: new_state }))
 }
@@ -287,14 +278,11 @@ pub async fn failure(
             "reason must be 1 to {MAX_REASON_LEN} bytes"
         )));
     }
+    let fence = fence(work, id, &body.lease_token, runner);
+    state.db.check_attempt(fence, body.attempt).await?;
     let new_state = state
         .db
-        .record_failure(
-            fence(work, id, &body.lease_token, runner),
-            state.now_ms(),
-            reason,
-            body.retryable,
-        )
+        .record_failure(fence, state.now_ms(), reason, body.retryable)
         .await?;
     after_lease_end(state, work, id, new_state).await?;
     Ok(Json(StateAnswer { state: new_state }))
