@@ -191,10 +191,10 @@ pub struct JudgeArgs {
     /// Write the report as JSON (`-` = stdout)
     #[arg(long, value_name = "FILE")]
     pub report: Option<String>,
-    /// Write the per-test details document (JSON array)
+    /// Write the per-test details document (JSON array; `-` = stdout)
     #[arg(long, value_name = "FILE")]
     pub details: Option<PathBuf>,
-    /// Write the compiler output
+    /// Write the compiler output (always, empty when the compiler printed nothing; `-` = stdout)
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Language table (YAML, the format of the built-in one; see docs/judge.md) replacing the built-in one

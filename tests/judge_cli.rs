@@ -114,6 +114,46 @@ fn report_to_stdout_and_language_from_extension() {
     assert_eq!(r["score"], 1.0);
 }
 
+/// `-` means stdout for `--details` and `--log` too, as for `--report`: never a
+/// file named `-`.
+#[test]
+fn details_and_log_to_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sub = format!("{}/submissions/compile_error/syntax.c", example("addition"));
+    let out = std::process::Command::new(EXE)
+        .current_dir(tmp.path())
+        .arg("judge")
+        .args(["--box-id", "418", "--cgroup-parent"])
+        .arg(format!("judge-runner-test-{}-cli418", std::process::id()))
+        .args(["--problem", &example("addition"), "--log", "-", &sub])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("error"),
+        "the compiler output on stdout: {text}"
+    );
+    let sub = format!("{}/submissions/accepted/area.py", example("circle"));
+    let out = std::process::Command::new(EXE)
+        .current_dir(tmp.path())
+        .arg("judge")
+        .args(["--box-id", "418", "--cgroup-parent"])
+        .arg(format!("judge-runner-test-{}-cli418", std::process::id()))
+        .args(["--problem", &example("circle"), "--details", "-", &sub])
+        .output()
+        .unwrap();
+    let _ = judge_runner::sandbox::remove_parent(&format!(
+        "judge-runner-test-{}-cli418",
+        std::process::id()
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let details: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!details.as_array().unwrap().is_empty());
+    assert_eq!(details[0]["verdict"], "Accepted");
+    assert!(!tmp.path().join("-").exists(), "no file named -");
+}
+
 #[test]
 fn compilation_error_has_its_log() {
     let tmp = tempfile::tempdir().unwrap();

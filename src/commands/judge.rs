@@ -133,13 +133,27 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// `-` is stdout for every output, as for `--report` (never a file named `-`).
+fn write_target(target: &Path, bytes: &[u8]) -> Result<(), String> {
+    if target == Path::new("-") {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        return out
+            .write_all(bytes)
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("cannot write to stdout: {e}"));
+    }
+    write_file(target, bytes)
+}
+
 fn write_outputs(args: &JudgeArgs, outcome: &Outcome) -> Result<(), String> {
     if let Some(path) = &args.log {
-        write_file(path, outcome.compile_log.as_bytes())?;
+        write_target(path, outcome.compile_log.as_bytes())?;
     }
     if let Some(path) = &args.details {
-        let json = serde_json::to_vec_pretty(&outcome.details).map_err(|e| e.to_string())?;
-        write_file(path, &json)?;
+        let mut json = serde_json::to_vec_pretty(&outcome.details).map_err(|e| e.to_string())?;
+        json.push(b'\n');
+        write_target(path, &json)?;
     }
     if let Some(target) = &args.report {
         let report = Report {
@@ -152,11 +166,7 @@ fn write_outputs(args: &JudgeArgs, outcome: &Outcome) -> Result<(), String> {
         };
         let mut json = serde_json::to_string(&report).map_err(|e| e.to_string())?;
         json.push('\n');
-        if target == "-" {
-            print!("{json}");
-        } else {
-            write_file(Path::new(target), json.as_bytes())?;
-        }
+        write_target(Path::new(target), json.as_bytes())?;
     }
     Ok(())
 }
