@@ -311,7 +311,7 @@ pub struct DaemonArgs {
     )]
     pub key: String,
     /// Slots evaluating in parallel [default: CPUs - 1, at least 1]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub slots: Option<u32>,
     /// Box id of the first slot; slots use N, N+1, ... (their validators N+500, ...)
     #[arg(long, value_name = "N", default_value_t = 0,
@@ -345,7 +345,7 @@ pub struct DaemonArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Slots of the demo's Runner [default: CPUs - 1, at least 1]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub slots: Option<u32>,
     /// Keep the demo's temporary directory (database, storage, cache) and print where it is
     #[arg(long)]

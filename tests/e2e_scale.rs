@@ -260,3 +260,27 @@ fn box_ids_past_the_largest_are_refused() {
         "{overflow:?}"
     );
 }
+
+/// `--slots 0` is a bad argument (exit 2), not silently one slot.
+#[test]
+fn zero_slots_is_a_usage_error() {
+    let run = |command: &str, slots: &str| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.arg(command);
+        if command == "daemon" {
+            cmd.args(["--server", "http://127.0.0.1:9", "--key", "k"])
+                .args(["--cache", "/nonexistent/never-created"]);
+        }
+        cmd.args(["--slots", slots, "--help"]).output().unwrap()
+    };
+    for command in ["daemon", "demo"] {
+        let zero = run(command, "0");
+        assert_eq!(zero.status.code(), Some(2), "{command}: {zero:?}");
+        let one = run(command, "1");
+        assert_eq!(
+            one.status.code(),
+            Some(0),
+            "{command} (twin, --help): {one:?}"
+        );
+    }
+}
