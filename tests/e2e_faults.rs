@@ -407,3 +407,29 @@ async fn lost_lease_stops_the_running_sandbox_promptly() {
         Some(1.0)
     );
 }
+
+/// The shortest lease the Server grants (1 s) outlives a 3 s test with no progress
+/// in between: the keeper renews every third of it, ahead of `lease_expires_at`
+/// (an expired lease is lease.lost at once, swept or not).
+#[tokio::test(flavor = "multi_thread")]
+async fn one_second_lease_outlives_a_slow_test() {
+    let scene = Scene::new("short-lease");
+    let serve = scene.serve(1);
+    let manager = serve.manager();
+    let (slow, _) = upload(&manager, &slow_problem_with(scene.dir.path(), 1, 10)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = manager
+        .submit(slow, "python3", slow_echo(3.0))
+        .await
+        .unwrap()
+        .job_id;
+    let daemon = scene.daemon(&serve.url, &a.key, 3180, "a.log");
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.deliveries, 1, "never lost, never re-delivered");
+    assert_eq!(done.result.unwrap().verdict, "Accepted");
+    assert_eq!(
+        daemon.metric("judge_runner_leases_lost_total").await,
+        Some(0.0)
+    );
+}

@@ -25,6 +25,9 @@ use super::backoff::Backoff;
 use super::client::{Client, ClientError, WorkRef};
 use super::metrics::Metrics;
 
+/// The shortest quiet time between two renewals.
+pub const MIN_RENEWAL_PERIOD: Duration = Duration::from_millis(100);
+
 /// How long [`LeaseKeeper::finish`] waits for a call in flight.
 pub const FINISH_WAIT: Duration = Duration::from_secs(5);
 
@@ -37,10 +40,12 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// The longest quiet time before a renewal: a third of the lease, at least 1 s
-    /// (a 1 s lease would otherwise renew in a busy loop).
+    /// The longest quiet time before a renewal: a third of the lease, so even the
+    /// shortest lease (1 s) is renewed well before its `lease_expires_at`, past
+    /// which the Server answers `lease.lost` whether or not it has swept it yet.
+    /// At least [`MIN_RENEWAL_PERIOD`], so a zero lease cannot make a busy loop.
     pub fn renewal_period(&self) -> Duration {
-        Duration::from_millis(self.seconds.saturating_mul(1000) / 3).max(Duration::from_secs(1))
+        Duration::from_millis(self.seconds.saturating_mul(1000) / 3).max(MIN_RENEWAL_PERIOD)
     }
 }
 
@@ -315,7 +320,7 @@ mod tests {
     }
 
     #[test]
-    fn renewal_period_is_a_third_of_the_lease_but_at_least_a_second() {
+    fn renewal_period_is_a_third_of_the_lease() {
         let lease = |seconds| Lease {
             work: WorkRef::Job(1),
             token: "t".into(),
@@ -323,6 +328,8 @@ mod tests {
         };
         assert_eq!(lease(120).renewal_period(), Duration::from_secs(40));
         assert_eq!(lease(6).renewal_period(), Duration::from_secs(2));
-        assert_eq!(lease(1).renewal_period(), Duration::from_secs(1));
+        // A 1 s lease used to wait a full second, renewing only as it expired.
+        assert_eq!(lease(1).renewal_period(), Duration::from_millis(333));
+        assert_eq!(lease(0).renewal_period(), MIN_RENEWAL_PERIOD);
     }
 }
