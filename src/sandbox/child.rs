@@ -117,6 +117,8 @@ impl Step {
 /// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
 pub(crate) const REC_EXITED: u32 = 1;
 pub(crate) const REC_FAILED: u32 = 2;
+/// The program is forked; `[kind, init's CPU ns low, high, 0]` so far.
+pub(crate) const REC_STARTED: u32 = 3;
 pub(crate) const RECORD_LEN: usize = 16;
 
 /// How the box reaches the network.
@@ -135,9 +137,9 @@ pub(crate) enum Net {
 pub(crate) enum Root {
     /// Build it all on a fresh tmpfs, then pivot_root (clone with CLONE_NEWNS).
     Fresh,
-    /// Join the slot's prepared root (a kept mount namespace), take a private copy
-    /// of it, add the per-run mounts.
-    Prepared(RawFd),
+    /// Already in a private copy of the slot's prepared root (the launcher made
+    /// it before the clone); add the per-run mounts.
+    Entered,
 }
 
 /// Everything the child needs, built by the supervisor before clone.
@@ -158,6 +160,9 @@ pub(crate) struct ChildSpec<'a> {
     pub argv: Vec<*const libc::c_char>,
     pub envp: Vec<*const libc::c_char>,
     pub report_fd: RawFd,
+    /// init was born in the run's cgroup (a slot's launcher cloned it there), so
+    /// it makes the cgroup namespace; else the program does, after joining.
+    pub cgroupns_in_init: bool,
 }
 
 fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
@@ -200,11 +205,10 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
             enter_mounts(spec);
             try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
         }
-        Root::Prepared(fd) => {
-            try_step(spec, Step::JoinRoot, sys::c_setns(fd, libc::CLONE_NEWNS));
-            try_step(spec, Step::JoinRoot, sys::c_unshare(libc::CLONE_NEWNS));
-            enter_mounts(spec);
-        }
+        Root::Entered => enter_mounts(spec),
+    }
+    if spec.cgroupns_in_init {
+        cgroup_namespace(spec);
     }
     match spec.net {
         Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
@@ -221,6 +225,15 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Ok((pid, _)) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
+    // init's own work so far: the supervisor leaves it out of the run's CPU time.
+    let ns = sys::c_thread_cpu_ns();
+    report(
+        spec.report_fd,
+        REC_STARTED,
+        u32::try_from(ns & 0xffff_ffff).unwrap_or(0),
+        u32::try_from(ns >> 32).unwrap_or(u32::MAX),
+        0,
+    );
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
     // end held here would keep the other side of an interactive run from seeing EOF.
     let fd = u32::try_from(spec.report_fd).unwrap_or(u32::MAX);
@@ -305,10 +318,8 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
             try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
         }
     }
-    // A cgroup namespace rooted at the run's cgroup; absent on old kernels.
-    match sys::c_unshare(libc::CLONE_NEWCGROUP) {
-        Err(libc::EINVAL) | Ok(()) => {}
-        Err(e) => fail(spec, Step::JoinCgroup, e, 0),
+    if !spec.cgroupns_in_init {
+        cgroup_namespace(spec);
     }
     sys::c_setsid();
     for (target, fd) in spec.stdio.iter().enumerate() {
@@ -341,6 +352,14 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     );
     try_step(spec, Step::Seccomp, seccomp::install(spec.filters));
     exec_program(spec)
+}
+
+/// A cgroup namespace rooted at the run's cgroup; absent on old kernels.
+fn cgroup_namespace(spec: &ChildSpec<'_>) {
+    match sys::c_unshare(libc::CLONE_NEWCGROUP) {
+        Err(libc::EINVAL) | Ok(()) => {}
+        Err(e) => fail(spec, Step::JoinCgroup, e, 0),
+    }
 }
 
 /// Box uid/gid, no supplementary groups, every capability set emptied. The

@@ -1,27 +1,29 @@
-//! Supervisor side of one run: clone into new namespaces, watch the run (report
-//! pipe, cgroup CPU, wall clock, cancellation) every ≤ 10 ms, kill everything at
-//! the end, measure, classify.
+//! Supervisor side of one run: start init (itself, or through the slot's
+//! launcher), watch the run (report pipe, cgroup CPU, wall clock, cancellation)
+//! every ≤ 10 ms, kill everything at the end, measure, classify.
 //!
-//! # Why clone and not a re-exec of a helper binary
-//! The library is called in-process by the daemon (a multi-threaded tokio
-//! process), by cargo's test binaries and by the CLI. Re-executing
-//! `/proc/self/exe` only works when the current executable *is* judge-runner, and
-//! an exec of a large binary plus its runtime start costs about as much as the
-//! whole per-run budget (≤ 2× a plain fork+exec). So the child is a `clone` of the
-//! caller and does only async-signal-safe work before `execve`: every string,
-//! descriptor, mount operation and BPF program is built here first
-//! (`prepare.rs`), and the child (`child.rs`) makes raw system calls only — no
-//! allocation (a malloc lock held by another thread at clone time would deadlock
-//! it), no glibc `fork()` (whose atfork handling takes those locks), no
-//! glibc set*id broadcast (it signals threads that do not exist in the copy).
+//! # Two ways to start a run
+//! - **Direct** (`sandbox::run`, one run per slot): the supervisor clones init
+//!   into new namespaces itself, and the program joins the cgroup (v1: a
+//!   migration; v2: init forks it straight into the cgroup). The clone of a
+//!   possibly multi-threaded supervisor runs only child-safe code (`child.rs`):
+//!   every string, descriptor, mount operation and BPF program is built here
+//!   first (`prepare.rs`); no allocation, no glibc `fork()`, no set*id broadcast.
+//! - **Launched** (a `Slot`): the slot's launcher (`launcher/`), a process that
+//!   lives in the slot's cgroup, clones init there, so nothing migrates per run.
+//!   init and the launcher then spend some CPU time in the run's cgroup; both
+//!   measure it and it is left out of the run's figure.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::cgroup::RunCgroup;
-use super::child::{self, ChildSpec, Net, REC_EXITED, REC_FAILED, RECORD_LEN, Root, Step};
+use super::cgroup::{Baseline, CgroupLimits, SlotCgroup};
+use super::child::{
+    self, ChildSpec, Net, REC_EXITED, REC_FAILED, REC_STARTED, RECORD_LEN, Root, Step,
+};
 use super::error::SandboxError;
+use super::launcher::{Launcher, spec};
 use super::plan::Plan;
 use super::prepare::{self, Prepared};
 use super::report::{Ending, Observed, Report, classify};
@@ -31,25 +33,67 @@ use super::sys;
 pub(crate) const TICK: Duration = Duration::from_millis(5);
 const CHILD_STACK: usize = 256 * 1024;
 
+/// How init is started.
+pub(crate) enum Launch<'a> {
+    /// The supervisor clones it (one-shot runs).
+    Direct { net: Net, root: Root },
+    /// The slot's launcher clones it from a private copy of `template`.
+    Launched {
+        launcher: &'a mut Launcher,
+        template: RawFd,
+        /// The slot's network namespace; `None`: the host's.
+        netns: Option<RawFd>,
+        /// The launcher lives in the cgroup (v1) and so counts in it.
+        inside: bool,
+    },
+}
+
 /// What watching the run found.
+#[derive(Default)]
 struct Watched {
     ending: Option<Ending>,
     failure: Option<(u32, u32, u32)>,
+    /// init's CPU time up to forking the program (`REC_STARTED`).
+    init_setup: Duration,
     cpu_over: bool,
     wall_over: bool,
     cancelled: bool,
     wall: Duration,
 }
 
-/// Run `plan` in `cgroup` (already created with the plan's limits).
+/// Run `plan` in `cgroup` (the slot's, kept between runs).
 pub(crate) fn run_in(
     plan: &Plan,
-    cgroup: &mut RunCgroup,
-    net: Net,
-    root: Root,
+    cgroup: &mut SlotCgroup,
+    launch: Launch<'_>,
 ) -> Result<Report, SandboxError> {
-    let mut prepared = Prepared::new(plan, matches!(root, Root::Prepared(_)))?;
-    let result = clone_and_watch(plan, &mut prepared, cgroup, net, root);
+    let launched = matches!(launch, Launch::Launched { .. });
+    let mut prepared = Prepared::new(plan, launched)?;
+    let ours = match &launch {
+        Launch::Direct { .. } => 0,
+        Launch::Launched { inside: true, .. } => 2,
+        Launch::Launched { inside: false, .. } => 1,
+    };
+    let limits = CgroupLimits {
+        memory: plan.limits.memory_bytes,
+        pids: plan.limits.processes,
+    };
+    let result = cgroup.begin(&limits, ours).and_then(|base| match launch {
+        Launch::Direct { net, root } => direct(plan, &mut prepared, cgroup, &base, net, root),
+        Launch::Launched {
+            launcher,
+            template,
+            netns,
+            inside,
+        } => {
+            let how = Via {
+                template,
+                netns,
+                inside,
+            };
+            launched_run(plan, &mut prepared, cgroup, &base, launcher, &how)
+        }
+    });
     let finished = prepared.box_dir.finish();
     match (result, finished) {
         (Ok(report), Ok(())) => Ok(report),
@@ -62,34 +106,46 @@ pub(crate) fn run_in(
     }
 }
 
-fn clone_and_watch(
+fn child_spec<'a>(
     plan: &Plan,
-    prepared: &mut Prepared,
-    cgroup: &mut RunCgroup,
-    net: Net,
+    prepared: &'a Prepared,
     root: Root,
-) -> Result<Report, SandboxError> {
-    let (report_r, report_w) =
-        sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
+    net: Net,
+    report_fd: RawFd,
+) -> ChildSpec<'a> {
     let parts = &prepared.parts;
-    let argv = null_terminated(&parts.argv);
-    let envp = null_terminated(&parts.envp);
-    let spec = ChildSpec {
+    ChildSpec {
         root,
         mounts: &parts.mounts,
         net,
-        procs_fds: cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect(),
-        cgroup_dir: cgroup.dir_fd(),
+        procs_fds: Vec::new(),
+        cgroup_dir: None,
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
         uid: plan.box_uid(),
         last_cap: prepare::last_cap(),
         filters: &parts.filters,
         exec_paths: parts.exec_paths.clone(),
-        argv,
-        envp,
-        report_fd: report_w.as_raw_fd(),
-    };
+        argv: spec::null_terminated(&parts.argv),
+        envp: spec::null_terminated(&parts.envp),
+        report_fd,
+        cgroupns_in_init: false,
+    }
+}
+
+fn direct(
+    plan: &Plan,
+    prepared: &mut Prepared,
+    cgroup: &mut SlotCgroup,
+    base: &Baseline,
+    net: Net,
+    root: Root,
+) -> Result<Report, SandboxError> {
+    let (report_r, report_w) =
+        sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
+    let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
+    spec.procs_fds = cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect();
+    spec.cgroup_dir = cgroup.dir_fd();
     let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if matches!(root, Root::Fresh) {
         flags |= libc::CLONE_NEWNS;
@@ -105,44 +161,97 @@ fn clone_and_watch(
     drop(stack);
     drop(report_w);
     prepared.parts.close_stdio();
-    let watched = watch(plan, &report_r, cgroup, start);
-    let reaped = end_run(pid, cgroup);
+    let watched = watch(plan, &report_r, cgroup, base, start, None);
+    let _ = sys::kill(pid, libc::SIGKILL);
+    let reaped = sys::wait_pid(pid)
+        .map(drop)
+        .map_err(|e| SandboxError::sys("reap the sandbox's init", e))
+        .and_then(|()| cgroup.kill_all_but(None));
     let watched = watched?;
     reaped?;
-    finish_report(plan, prepared, cgroup, watched)
+    finish_report(plan, prepared, cgroup, base, watched, Duration::ZERO)
 }
 
-fn null_terminated(strings: &[std::ffi::CString]) -> Vec<*const libc::c_char> {
-    strings
-        .iter()
-        .map(|s| s.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect()
+/// How the launcher is to start a run.
+struct Via {
+    template: RawFd,
+    netns: Option<RawFd>,
+    inside: bool,
 }
 
-/// Kill init (and with it the whole PID namespace), reap it, then make sure the
-/// cgroup is empty.
-fn end_run(pid: libc::pid_t, cgroup: &RunCgroup) -> Result<(), SandboxError> {
-    let _ = sys::kill(pid, libc::SIGKILL);
-    sys::wait_pid(pid).map_err(|e| SandboxError::sys("reap the sandbox's init", e))?;
-    cgroup.kill_all()
+fn launched_run(
+    plan: &Plan,
+    prepared: &mut Prepared,
+    cgroup: &mut SlotCgroup,
+    base: &Baseline,
+    launcher: &mut Launcher,
+    via: &Via,
+) -> Result<Report, SandboxError> {
+    let (report_r, report_w) =
+        sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
+    let net = via.netns.map_or(Net::Host, Net::Join);
+    let mut child = child_spec(plan, prepared, Root::Entered, net, report_w.as_raw_fd());
+    // The launcher's own 0-2 are not the caller's: "inherit" sends ours along.
+    for (i, s) in child.stdio.iter_mut().enumerate() {
+        s.get_or_insert(RawFd::try_from(i).unwrap_or(0));
+    }
+    let flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    let w = spec::encode(&spec::Encode {
+        clone_flags: u64::try_from(flags).unwrap_or(0),
+        template: via.template,
+        cgroup: cgroup.dir_fd(),
+        netns: via.netns,
+        child: &child,
+        argv: &prepared.parts.argv,
+        envp: &prepared.parts.envp,
+    });
+    if w.fds.len() > spec::MAX_FDS {
+        return Err(SandboxError::invalid(format!(
+            "a run may pass at most {} descriptors (binds, stdio) to its slot; this one needs {}",
+            spec::MAX_FDS,
+            w.fds.len()
+        )));
+    }
+    let start = Instant::now();
+    let started = launcher.start(&w.bytes, &w.fds)?;
+    drop(report_w);
+    prepared.parts.close_stdio();
+    let watched = watch(
+        plan,
+        &report_r,
+        cgroup,
+        base,
+        start,
+        Some((&started, via.inside)),
+    );
+    // init's end takes the whole PID namespace; the cgroup holding anything else
+    // of the run afterwards would be a bug, so it is checked (and cleared).
+    let ended = launcher.end();
+    let cleared = cgroup.kill_all_but(via.inside.then(|| launcher.pid()));
+    let watched = watched?;
+    let ended = ended?;
+    cleared?;
+    let ours = ended.init_cpu
+        + if via.inside {
+            ended.launcher_cpu
+        } else {
+            Duration::ZERO
+        };
+    let report = finish_report(plan, prepared, cgroup, base, watched, ours);
+    launcher.release();
+    report
 }
 
 fn watch(
     plan: &Plan,
     report: &OwnedFd,
-    cgroup: &mut RunCgroup,
+    cgroup: &mut SlotCgroup,
+    base: &Baseline,
     start: Instant,
+    launched: Option<(&super::launcher::Started, bool)>,
 ) -> Result<Watched, SandboxError> {
     let wall_limit = plan.limits.effective_wall_time();
-    let mut w = Watched {
-        ending: None,
-        failure: None,
-        cpu_over: false,
-        wall_over: false,
-        cancelled: false,
-        wall: Duration::ZERO,
-    };
+    let mut w = Watched::default();
     let mut buf = Vec::with_capacity(RECORD_LEN * 2);
     loop {
         let left = wall_limit.saturating_sub(start.elapsed());
@@ -157,10 +266,18 @@ fn watch(
             return Ok(w);
         }
         if let Some(limit) = plan.limits.cpu_time {
-            let cpu = cgroup
-                .cpu_time()
+            let raw = cgroup
+                .cpu_since(base)
                 .map_err(|e| SandboxError::sys("read the run's cpu time", e))?;
-            if cpu > limit {
+            let ours = launched.map_or(Duration::ZERO, |(s, inside)| {
+                w.init_setup
+                    + if inside {
+                        s.launcher_cpu
+                    } else {
+                        Duration::ZERO
+                    }
+            });
+            if raw.saturating_sub(ours) > limit {
                 w.cpu_over = true;
             }
         }
@@ -195,6 +312,9 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
         match rec.as_slice() {
+            [REC_STARTED, low, high, _] => {
+                w.init_setup = Duration::from_nanos(u64::from(*low) | (u64::from(*high) << 32));
+            }
             [REC_EXITED, _, status, _] => {
                 let status = status.cast_signed();
                 w.ending = Some(if libc::WIFSIGNALED(status) {
@@ -214,11 +334,14 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
     Ok(false)
 }
 
+/// `ours`: CPU time the slot's own processes (init, launcher) spent in the cgroup.
 fn finish_report(
     plan: &Plan,
     prepared: &Prepared,
-    cgroup: &mut RunCgroup,
+    cgroup: &mut SlotCgroup,
+    base: &Baseline,
     w: Watched,
+    ours: Duration,
 ) -> Result<Report, SandboxError> {
     if w.cancelled {
         return Err(SandboxError::Cancelled);
@@ -226,7 +349,8 @@ fn finish_report(
     if let Some((step, errno, aux)) = w.failure {
         return Err(child_error(plan, prepared, step, errno, aux));
     }
-    let usage = cgroup.usage()?;
+    let measured = cgroup.measure(base)?;
+    let cpu = measured.cpu.saturating_sub(ours);
     let ending = match (w.ending, w.cpu_over || w.wall_over) {
         (Some(e), _) => e,
         (None, true) => Ending::Signaled(libc::SIGKILL),
@@ -239,9 +363,9 @@ fn finish_report(
     let limits = &plan.limits;
     let observed = Observed {
         ending,
-        oom_killed: usage.oom_kills > 0,
-        peak_reached_limit: usage.peak_memory >= limits.memory_bytes,
-        cpu_over: w.cpu_over || limits.cpu_time.is_some_and(|l| usage.cpu > l),
+        oom_killed: measured.oom_kills > 0,
+        peak_reached_limit: measured.limit_reached,
+        cpu_over: w.cpu_over || limits.cpu_time.is_some_and(|l| cpu > l),
         wall_over: w.wall_over,
         // A file that reached the limit exactly is no hit when the program then
         // exited 0 (writing exactly the limit is allowed); otherwise it is the
@@ -258,9 +382,9 @@ fn finish_report(
         status,
         exit_code,
         signal,
-        cpu_seconds: usage.cpu.as_secs_f64(),
+        cpu_seconds: cpu.as_secs_f64(),
         wall_seconds: w.wall.as_secs_f64(),
-        memory_bytes: usage.peak_memory,
+        memory_bytes: measured.peak_memory,
         message: String::new(),
     })
 }

@@ -5,11 +5,11 @@
 //!   possibly multi-threaded process, before `execve`. They are async-signal-safe:
 //!   raw system calls on pre-built `CStr`s and slices, no allocation, no locks, no
 //!   panics; an error is the bare errno (`i32`).
-//! - parent wrappers return `std::io::Result` and may allocate.
+//! - host wrappers (`host.rs`, `launch.rs`) return `std::io::Result` and may
+//!   allocate: the supervisor's and the launcher's side.
 
 use std::ffi::CStr;
-use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 
 /// Errno of the last failed call, without allocating.
 fn errno() -> i32 {
@@ -403,144 +403,30 @@ pub(crate) fn c_exit(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-// ---- parent side -------------------------------------------------------------
+mod host;
+mod launch;
 
-/// A pipe whose both ends are close-on-exec: (read, write).
-pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a live two-element array, as pipe2(2) expects.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just returned these two descriptors; nobody else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
+pub(crate) use host::*;
+pub(crate) use launch::*;
 
-/// A detached clone of the mount at `path` (open_tree with OPEN_TREE_CLONE), to be
-/// attached in another mount namespace with `c_move_mount`.
-pub(crate) fn open_tree_clone(path: &CStr) -> io::Result<OwnedFd> {
-    const OPEN_TREE_CLONE: libc::c_uint = 1;
-    let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC.cast_unsigned();
-    // SAFETY: raw open_tree(2) on a valid path; the result is a new descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
-    // SAFETY: open_tree just returned this descriptor; nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Duplicate `fd` to a number ≥ `min`, close-on-exec.
-pub(crate) fn dup_cloexec_at_least(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
-    // SAFETY: F_DUPFD_CLOEXEC on a descriptor the caller holds.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fcntl just created this descriptor.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
-}
-
-/// Wait for readability of `fd` for at most `timeout_ms`; true when readable or hung up.
-pub(crate) fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
+/// CPU time of the calling thread in nanoseconds (0 when unreadable).
+pub(crate) fn c_thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    // SAFETY: one live pollfd.
-    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    match rc {
-        n if n > 0 => Ok(true),
-        0 => Ok(false),
-        _ => {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            }
-        }
-    }
-}
-
-pub(crate) fn read_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is a live mutable slice of the given length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n.unsigned_abs());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
-    // SAFETY: plain system call.
-    if unsafe { libc::kill(pid, sig) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Block until child `pid` ends; returns its wait status.
-pub(crate) fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
-    loop {
-        let mut status = 0;
-        // SAFETY: status is a live c_int; pid is our own child.
-        let rc = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
-        if rc >= 0 {
-            return Ok(status);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-pub(crate) fn geteuid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Clone the calling process into new namespaces; the child runs `child` on
-/// `stack` and exits with its return value. Returns the child's pid.
-///
-/// # Why clone and not a re-exec
-/// See the module docs of `spawn.rs`: the child runs only child-safe code.
-pub(crate) fn clone_child(
-    child: &mut dyn FnMut() -> isize,
-    stack: &mut [u8],
-    flags: libc::c_int,
-) -> io::Result<libc::pid_t> {
-    extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: data is the &mut dyn FnMut passed below, alive in this copy of the
-        // parent's memory for the child's whole life.
-        let f = unsafe { &mut *data.cast::<&mut dyn FnMut() -> isize>() };
-        let code = f();
-        libc::c_int::try_from(code).unwrap_or(1)
-    }
-    let mut data: &mut dyn FnMut() -> isize = child;
-    let top = stack.as_mut_ptr_range().end;
-    let aligned = top.wrapping_sub(top as usize % 16);
-    // SAFETY: glibc's clone() wrapper (no atfork handlers, no locks) starts the child
-    // on its own stack `stack`, which the caller keeps alive until the child is
-    // reaped; without CLONE_VM the child works on a private copy of memory.
-    let pid = unsafe {
-        libc::clone(
-            trampoline,
-            aligned.cast(),
-            flags | libc::SIGCHLD,
-            (&raw mut data).cast(),
+    // SAFETY: raw clock_gettime(2) into a live timespec; child-safe (no vDSO data).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_THREAD_CPUTIME_ID,
+            &raw mut ts,
         )
     };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
+    if rc < 0 {
+        return 0;
     }
-    Ok(pid)
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
 }

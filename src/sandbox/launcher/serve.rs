@@ -1,0 +1,187 @@
+//! The launcher's side (a freshly exec'd, single-threaded process; see `mod.rs`).
+//!
+//! For each run: read its description, take a private copy of the slot's
+//! prepared root (joining it, then `unshare(CLONE_NEWNS)`), clone init into new
+//! namespaces from inside that copy — straight into the run cgroup on v2 — and
+//! return to its own mount namespace. It keeps a descriptor of the copy, so the
+//! copy is torn down (an RCU grace period) when the supervisor has measured the
+//! run and says `RELEASE`, not while it waits for init's end. At `END` it kills
+//! init (the kernel then kills the rest of the PID namespace and init exits only
+//! once all of it is gone), reads init's CPU time from its scheduler clock while
+//! it is a zombie, reaps it and answers with init's CPU time and its own, both
+//! spent in the run's cgroup and left out of the run's figure.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::msg;
+use super::spec::{self, Decoded, Reader};
+use super::step;
+use crate::sandbox::child;
+use crate::sandbox::sys;
+
+/// The control socket: the launcher's stdin.
+pub(super) const CONTROL_FD: RawFd = 0;
+
+/// A run going on (or ended and not yet released).
+struct Run {
+    init: libc::pid_t,
+    ended: bool,
+    /// The run's mount namespace, kept until `RELEASE`.
+    _root: Option<OwnedFd>,
+}
+
+struct Server {
+    spec: Option<OwnedFd>,
+    home: OwnedFd,
+    run: Option<Run>,
+    /// Our CPU time when the current run was handed to us.
+    mark: Duration,
+}
+
+/// Serve the supervisor until it closes the socket (or dies), then exit.
+pub(super) fn main() -> ! {
+    sys::reset_signals();
+    // Never the OOM killer's choice (its children set their own before exec).
+    let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
+    let Ok(home) = File::open("/proc/self/ns/mnt") else {
+        sys::exit_now(1)
+    };
+    let mut server = Server {
+        spec: None,
+        home: home.into(),
+        run: None,
+        mark: Duration::ZERO,
+    };
+    server.serve();
+    server.release();
+    sys::exit_now(0)
+}
+
+impl Server {
+    fn serve(&mut self) {
+        loop {
+            let mut buf = [0u8; msg::LEN];
+            let Ok((n, fds)) = sys::recv_msg(CONTROL_FD, &mut buf, spec::MAX_FDS) else {
+                return;
+            };
+            let Some((kind, a, ..)) = msg::decode(buf.get(..n).unwrap_or_default()) else {
+                return; // EOF (the supervisor is gone) or garbage
+            };
+            let reply = match kind {
+                msg::HELLO => {
+                    self.spec = fds.into_iter().next();
+                    msg::encode(msg::READY, spec::VERSION, 0, 0, 0)
+                }
+                msg::RUN => {
+                    self.release();
+                    self.start(usize::try_from(a).unwrap_or(0), &fds)
+                }
+                msg::END => self.end(),
+                msg::RELEASE => {
+                    self.release();
+                    continue;
+                }
+                _ => return,
+            };
+            if sys::send_msg(CONTROL_FD, &reply, &[]).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn failed(step: u32, e: &std::io::Error) -> [u8; msg::LEN] {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        msg::encode(msg::FAILED, step, u64::from(errno.unsigned_abs()), 0, 0)
+    }
+
+    fn start(&mut self, len: usize, fds: &[OwnedFd]) -> [u8; msg::LEN] {
+        self.mark = sys::thread_cpu_time();
+        let mut bytes = vec![0u8; len];
+        let read = match &self.spec {
+            Some(memfd) => sys::pread_exact(memfd.as_raw_fd(), &mut bytes, 0),
+            None => Err(std::io::ErrorKind::NotFound.into()),
+        };
+        let decoded = read.ok().and_then(|()| {
+            let mut r = Reader::new(&bytes, fds);
+            Decoded::decode(&mut r)
+        });
+        let Some(decoded) = decoded else {
+            return Self::failed(
+                step::DECODE,
+                &std::io::Error::from_raw_os_error(libc::EINVAL),
+            );
+        };
+        let entered = sys::setns(decoded.template, libc::CLONE_NEWNS)
+            .and_then(|()| sys::unshare(libc::CLONE_NEWNS));
+        if let Err(e) = entered {
+            self.go_home();
+            return Self::failed(step::ENTER_ROOT, &e);
+        }
+        let root = File::open("/proc/self/ns/mnt").ok().map(OwnedFd::from);
+        let spec = decoded.child_spec();
+        let cloned = sys::clone_fork(decoded.clone_flags, decoded.cgroup);
+        if let Ok(0) = cloned {
+            let code = child::init_main(&spec);
+            sys::exit_now(i32::try_from(code).unwrap_or(1));
+        }
+        self.go_home();
+        match cloned {
+            Ok(init) => {
+                self.run = Some(Run {
+                    init,
+                    ended: false,
+                    _root: root,
+                });
+                let cpu = sys::thread_cpu_time().saturating_sub(self.mark);
+                msg::encode(msg::STARTED, init.unsigned_abs(), nanos(cpu), 0, 0)
+            }
+            Err(e) => Self::failed(step::CLONE, &e),
+        }
+    }
+
+    /// Back to our own mount namespace; a launcher that cannot is of no further
+    /// use (the next run would start from the wrong tree), so it exits and the
+    /// slot starts another.
+    fn go_home(&mut self) {
+        if let Err(e) = sys::setns(self.home.as_raw_fd(), libc::CLONE_NEWNS) {
+            let _ = sys::send_msg(CONTROL_FD, &Self::failed(step::RETURN_HOME, &e), &[]);
+            self.release();
+            sys::exit_now(1);
+        }
+    }
+
+    fn end(&mut self) -> [u8; msg::LEN] {
+        let mut init_cpu = Duration::ZERO;
+        if let Some(run) = self.run.as_mut().filter(|r| !r.ended) {
+            init_cpu = finish(run.init);
+            run.ended = true;
+        }
+        let ours = sys::thread_cpu_time().saturating_sub(self.mark);
+        msg::encode(msg::ENDED, 0, nanos(init_cpu), nanos(ours), 0)
+    }
+
+    /// Forget the run: end it if it is still going, drop its mount namespace.
+    fn release(&mut self) {
+        if let Some(run) = self.run.take()
+            && !run.ended
+        {
+            finish(run.init);
+        }
+    }
+}
+
+/// Kill init, wait until it (and so its whole PID namespace) is gone, read its
+/// CPU time while it is a zombie, reap it.
+fn finish(init: libc::pid_t) -> Duration {
+    let _ = sys::kill(init, libc::SIGKILL);
+    let _ = sys::wait_exited_nowait(init);
+    let cpu = sys::process_cpu_time(init).unwrap_or_default();
+    let _ = sys::wait_pid(init);
+    cpu
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
