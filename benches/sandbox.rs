@@ -20,23 +20,75 @@ use std::time::{Duration, Instant};
 
 use judge_runner::sandbox::{self, Plan, Slot, Status};
 
-fn cpu_now() -> Duration {
-    let get = |who| {
-        let u = nix::sys::resource::getrusage(who).unwrap();
-        let d = |t: nix::sys::time::TimeVal| {
-            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+/// CPU time of everything a run costs: this process, the slot's launcher, init
+/// and the program. A slot's launcher is not this process's child once it has
+/// reaped init, so `getrusage` would miss it; instead the whole benchmark runs
+/// below one cgroup of its own and reads that cgroup's (hierarchical) counter.
+struct Meter {
+    /// v1: `cpuacct.usage` (ns) of the benchmark's cgroup; v2: its `cpu.stat`.
+    file: Option<std::path::PathBuf>,
+    /// v1: the leaf this process moved into (moved back out at the end).
+    leaf: Option<std::path::PathBuf>,
+}
+
+impl Meter {
+    /// Returns the meter and the cgroup parent the benchmark's slots use.
+    fn new() -> (Meter, String) {
+        let name = format!("judge-runner-bench-{}", std::process::id());
+        if sandbox::cgroup_version().unwrap() == "v2" {
+            // The sandbox moved this process into `<own>/supervisor`; its runs live
+            // in `<own>/<parent>`: `<own>` holds them all.
+            let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+            let rel = own
+                .lines()
+                .find_map(|l| l.strip_prefix("0::"))
+                .unwrap()
+                .trim();
+            let dir = Path::new("/sys/fs/cgroup")
+                .join(rel.trim_start_matches('/'))
+                .parent()
+                .unwrap()
+                .to_path_buf();
+            let file = Some(dir.join("cpu.stat"));
+            return (Meter { file, leaf: None }, name);
+        }
+        let root = Path::new("/sys/fs/cgroup/cpuacct");
+        let leaf = root.join(&name).join("self");
+        std::fs::create_dir_all(&leaf).unwrap();
+        std::fs::write(leaf.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+        let meter = Meter {
+            file: Some(root.join(&name).join("cpuacct.usage")),
+            leaf: Some(leaf),
         };
-        d(u.user_time()) + d(u.system_time())
-    };
-    get(nix::sys::resource::UsageWho::RUSAGE_SELF)
-        + get(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        (meter, format!("{name}/runs"))
+    }
+
+    fn now(&self) -> Duration {
+        let Some(file) = &self.file else {
+            return Duration::ZERO;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        match text.lines().find_map(|l| l.strip_prefix("usage_usec ")) {
+            Some(us) => Duration::from_micros(us.trim().parse().unwrap()),
+            None => Duration::from_nanos(text.trim().parse().unwrap()),
+        }
+    }
+
+    fn close(self, parent: &str) {
+        if let Some(leaf) = self.leaf {
+            let root = leaf.parent().unwrap().parent().unwrap();
+            std::fs::write(root.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+            std::fs::remove_dir(&leaf).unwrap();
+        }
+        sandbox::remove_parent(parent).unwrap();
+    }
 }
 
 /// (wall, cpu) of one call.
-fn measure(f: &mut dyn FnMut()) -> (Duration, Duration) {
-    let (c0, w0) = (cpu_now(), Instant::now());
+fn measure(meter: &Meter, f: &mut dyn FnMut()) -> (Duration, Duration) {
+    let (c0, w0) = (meter.now(), Instant::now());
     f();
-    (w0.elapsed(), cpu_now().saturating_sub(c0))
+    (w0.elapsed(), meter.now().saturating_sub(c0))
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -71,7 +123,7 @@ fn limited(plan: Plan) -> Plan {
         .cpu_time(Duration::from_secs(2))
 }
 
-fn overhead(parent: &str) {
+fn overhead(meter: &Meter, parent: &str) {
     let runs = env_num("BENCH_RUNS", 500);
     let mut slot = Slot::new(1, parent, None).unwrap();
     let plan = limited(Plan::new("/bin/true"));
@@ -101,7 +153,7 @@ fn overhead(parent: &str) {
     let mut cpus = vec![Vec::with_capacity(runs); variants.len()];
     for _ in 0..runs {
         for (i, (_, f)) in variants.iter_mut().enumerate() {
-            let (w, c) = measure(f.as_mut());
+            let (w, c) = measure(meter, f.as_mut());
             walls[i].push(w);
             cpus[i].push(c);
         }
@@ -157,7 +209,7 @@ fn throughput(parent: &str) {
     );
 }
 
-fn cpu_accuracy(parent: &str) {
+fn cpu_accuracy(meter: &Meter, parent: &str) {
     let runs = env_num("BENCH_LOOP_RUNS", 20);
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("loop.c");
@@ -174,7 +226,7 @@ fn cpu_accuracy(parent: &str) {
     );
     // Calibrate the iteration count to about 0.3 s of CPU.
     let iters_for = |n: u64| {
-        let (_, c) = measure(&mut || {
+        let (_, c) = measure(meter, &mut || {
             assert!(
                 Command::new(&bin)
                     .arg(n.to_string())
@@ -217,12 +269,32 @@ fn cpu_accuracy(parent: &str) {
     );
 }
 
+/// Back-to-back slot runs and nothing else, to profile (`perf record`, `strace`).
+fn profile_slot(parent: &str) {
+    let runs = env_num("BENCH_RUNS", 500);
+    let mut slot = Slot::new(5, parent, None).unwrap();
+    let plan = limited(Plan::new("/bin/true"));
+    for _ in 0..runs {
+        let r = slot.run(&plan).unwrap();
+        assert_eq!(r.status, Status::Ok);
+        if std::env::var_os("SBX2_DEBUG").is_some() {
+            eprintln!("slot mem {} cpu {:.6}", r.memory_bytes, r.cpu_seconds);
+        }
+    }
+    slot.close().unwrap();
+    if std::env::var_os("SBX2_DEBUG").is_some() {
+        for _ in 0..5 {
+            let r = sandbox::run(&plan.clone().box_id(9).cgroup_parent(parent)).unwrap();
+            eprintln!("once mem {} cpu {:.6}", r.memory_bytes, r.cpu_seconds);
+        }
+    }
+}
+
 fn main() {
     if !nix::unistd::geteuid().is_root() {
         eprintln!("the sandbox benchmark needs root");
         std::process::exit(1);
     }
-    let parent = format!("judge-runner-bench-{}", std::process::id());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "load average at start: {}",
@@ -231,17 +303,20 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    if std::env::args().any(|a| a == "--cpu-only") {
-        cpu_accuracy(&parent);
-    } else if std::env::args().any(|a| a == "--overhead-only") {
+    let (meter, parent) = Meter::new();
+    let arg = |a: &str| std::env::args().any(|x| x == a);
+    if arg("--profile-slot") {
+        profile_slot(&parent);
+    } else if arg("--cpu-only") {
+        cpu_accuracy(&meter, &parent);
+    } else if arg("--overhead-only") {
         // e.g. in the cgroup-v2 VM, which has no gcc for the loop program
-        overhead(&parent);
+        overhead(&meter, &parent);
         throughput(&parent);
     } else {
-        overhead(&parent);
+        overhead(&meter, &parent);
         throughput(&parent);
-        cpu_accuracy(&parent);
+        cpu_accuracy(&meter, &parent);
     }
-    sandbox::remove_parent(&parent).unwrap();
-    let _ = Path::new("/");
+    meter.close(&parent);
 }

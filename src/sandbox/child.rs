@@ -49,6 +49,7 @@ pub(crate) enum Step {
     Exec,
     Reap,
     JoinRoot,
+    OomScore,
 }
 
 impl Step {
@@ -79,6 +80,7 @@ impl Step {
             Exec,
             Reap,
             JoinRoot,
+            OomScore,
         ]
         .into_iter()
         .find(|s| *s as u32 == v)
@@ -110,6 +112,7 @@ impl Step {
             Step::Exec => "execute the program",
             Step::Reap => "wait for the program",
             Step::JoinRoot => "join the slot's prepared root",
+            Step::OomScore => "raise the OOM score",
         }
     }
 }
@@ -163,6 +166,8 @@ pub(crate) struct ChildSpec<'a> {
     /// init was born in the run's cgroup (a slot's launcher cloned it there), so
     /// it makes the cgroup namespace; else the program does, after joining.
     pub cgroupns_in_init: bool,
+    /// Top of a stack reserved for the program's start (vfork-like); 0: fork.
+    pub program_stack_top: usize,
 }
 
 fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
@@ -220,9 +225,8 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Net::Host => {}
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
-    let program = match fork_program(spec) {
-        Ok((0, joined)) => program_main(spec, joined),
-        Ok((pid, _)) => pid,
+    let program = match start_program(spec) {
+        Ok(pid) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
     // init's own work so far: the supervisor leaves it out of the run's CPU time.
@@ -298,17 +302,27 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     }
 }
 
-/// Fork the program: straight into the run's cgroup where the kernel can (v2),
-/// else plainly (it then joins by itself). Returns (pid, already joined).
-fn fork_program(spec: &ChildSpec<'_>) -> CResult<(libc::pid_t, bool)> {
+/// Start the program: on v2 one-shot runs forked straight into the run's cgroup
+/// where the kernel can, else vfork-like on the stack the spec reserved (it
+/// shares init's memory until its execve, and init waits: no copy of the
+/// address space), else a plain fork. Returns its pid; the child never returns.
+fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
     if let Some(dir) = spec.cgroup_dir {
         match sys::c_fork_into_cgroup(dir) {
-            Ok(pid) => return Ok((pid, true)),
+            Ok(0) => program_main(spec, true),
+            Ok(pid) => return Ok(pid),
             Err(libc::ENOSYS | libc::EINVAL | libc::E2BIG) => {} // kernel < 5.7
             Err(e) => return Err(e),
         }
     }
-    sys::c_fork().map(|pid| (pid, false))
+    if spec.program_stack_top != 0 {
+        let mut program = || program_main(spec, false);
+        return sys::c_vfork_on(&mut program, spec.program_stack_top);
+    }
+    match sys::c_fork()? {
+        0 => program_main(spec, false),
+        pid => Ok(pid),
+    }
 }
 
 /// The program's process: join the cgroup, become the box user, exec.
@@ -321,6 +335,15 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     if !spec.cgroupns_in_init {
         cgroup_namespace(spec);
     }
+    // The OOM killer picks the run's processes before the slot's launcher and
+    // init (which could lower their own score only with CAP_SYS_RESOURCE);
+    // raising one's own score needs no privilege, but must happen while still
+    // root (/proc/self is no longer ours once the uid changes).
+    try_step(
+        spec,
+        Step::OomScore,
+        sys::c_write_existing(c"/proc/self/oom_score_adj", b"1000"),
+    );
     sys::c_setsid();
     for (target, fd) in spec.stdio.iter().enumerate() {
         if let Some(fd) = fd {
@@ -368,7 +391,14 @@ fn drop_privileges(spec: &ChildSpec<'_>) {
     try_step(spec, Step::Groups, sys::c_setgroups_empty());
     try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
     for cap in 0..=spec.last_cap {
-        match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
+        let cap_arg = libc::c_ulong::from(cap);
+        // Dropping allocates a new `cred` each time; a launcher's children start
+        // with an empty bounding set, so most runs drop nothing here.
+        match sys::c_prctl_value(libc::PR_CAPBSET_READ, cap_arg) {
+            Ok(0) | Err(libc::EINVAL) => continue,
+            _ => {}
+        }
+        match sys::c_prctl(libc::PR_CAPBSET_DROP, cap_arg) {
             Ok(()) | Err(libc::EINVAL) => {}
             Err(e) => fail(spec, Step::BoundingSet, e, cap),
         }

@@ -130,7 +130,16 @@ fn child_spec<'a>(
         envp: spec::null_terminated(&parts.envp),
         report_fd,
         cgroupns_in_init: false,
+        program_stack_top: 0,
     }
+}
+
+/// Stack the program starts on (vfork-like, until its execve).
+pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
+
+/// The address just past `stack`, where a downward-growing stack starts.
+pub(crate) fn stack_top(stack: &mut [u8]) -> usize {
+    stack.as_mut_ptr_range().end as usize
 }
 
 fn direct(
@@ -153,12 +162,14 @@ fn direct(
     if matches!(net, Net::Fresh) {
         flags |= libc::CLONE_NEWNET;
     }
+    let mut program_stack = vec![0u8; PROGRAM_STACK];
+    spec.program_stack_top = stack_top(&mut program_stack);
     let mut stack = vec![0u8; CHILD_STACK];
     let start = Instant::now();
     let mut init = || child::init_main(&spec);
     let pid = sys::clone_child(&mut init, &mut stack, flags)
         .map_err(|e| SandboxError::sys("clone into new namespaces", e))?;
-    drop(stack);
+    drop((stack, program_stack));
     drop(report_w);
     prepared.parts.close_stdio();
     let watched = watch(plan, &report_r, cgroup, base, start, None);
@@ -351,7 +362,10 @@ fn finish_report(
     }
     let measured = cgroup.measure(base)?;
     let cpu = measured.cpu.saturating_sub(ours);
-    let ending = match (w.ending, w.cpu_over || w.wall_over) {
+    // No status from init: killed at a limit by us, or by the OOM killer (as the
+    // sharer of a program killed between its start and its execve).
+    let killed = w.cpu_over || w.wall_over || measured.oom_kills > 0;
+    let ending = match (w.ending, killed) {
         (Some(e), _) => e,
         (None, true) => Ending::Signaled(libc::SIGKILL),
         (None, false) => {

@@ -42,6 +42,9 @@ use super::error::SandboxError;
 /// above the kernel's charge batching (256 KiB per CPU), far below what a
 /// program's peak is judged on.
 pub(crate) const LEFTOVER: u64 = 1 << 20;
+/// Kernel objects a finished run may leave charged (most wait for an RCU grace
+/// period, a few hundred KiB per run) before the next run first reclaims them.
+pub(crate) const KMEM_LEFTOVER: u64 = 16 << 20;
 
 /// Which cgroup hierarchy this host has.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use super::files::{
     read_string, reread, reread_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
     write_file,
 };
-use super::{Baseline, CgroupLimits, LEFTOVER, Measured};
+use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured};
 use crate::sandbox::error::SandboxError;
 
 /// Where each v1 controller we use is mounted.
@@ -86,6 +86,8 @@ pub(crate) struct Group {
     procs: Vec<OwnedFd>,
     cpuacct_usage: File,
     usage: File,
+    /// `memory.kmem.usage_in_bytes` (absent when the kernel does not account it).
+    kmem: Option<File>,
     max_usage: File,
     oom_control: File,
     force_empty: File,
@@ -93,7 +95,8 @@ pub(crate) struct Group {
     /// Limits in force (0: none written yet).
     memory_limit: u64,
     pids_limit: u32,
-    /// The lowest usage seen at a run's start: what the slot's own processes hold.
+    /// The lowest usage (without kernel objects) seen at a run's start: what the
+    /// slot's own processes hold.
     floor: u64,
     buf: String,
 }
@@ -179,6 +182,7 @@ impl Group {
             procs,
             cpuacct_usage: open_read(&mounts.cpuacct.join(rel).join("cpuacct.usage"))?,
             usage: open_read(&file("memory.usage_in_bytes"))?,
+            kmem: open_read(&file("memory.kmem.usage_in_bytes")).ok(),
             max_usage: open_rw(&file("memory.max_usage_in_bytes"))?,
             oom_control: open_read(&file("memory.oom_control"))?,
             force_empty: open_rw(&file("memory.force_empty"))?,
@@ -211,13 +215,12 @@ impl Group {
         ours: u32,
     ) -> Result<Baseline, SandboxError> {
         let mut usage = self.read_usage()?;
-        self.floor = self.floor.min(usage);
-        if usage > self.floor.saturating_add(LEFTOVER) {
-            // Page cache or kernel objects of the last run: reclaim before measuring.
+        if self.leftover(usage)? {
+            // Page cache (or many kernel objects) of the last run: reclaim first.
             rewrite(&mut self.force_empty, "0")
                 .map_err(|e| cgroup_err("write memory.force_empty of", &self.memory, e))?;
             usage = self.read_usage()?;
-            self.floor = self.floor.min(usage);
+            self.leftover(usage)?;
         }
         self.set_memory(limits.memory.saturating_add(usage))?;
         let pids = limits.pids.saturating_add(ours);
@@ -235,6 +238,22 @@ impl Group {
             oom_kills: self.oom_kills()?,
             memory: usage,
         })
+    }
+
+    /// Whether the last run left more than [`LEFTOVER`] of page cache or anonymous
+    /// memory above what the slot's own processes hold (the floor), or more than
+    /// [`KMEM_LEFTOVER`] of kernel objects. Kernel objects of a finished run wait
+    /// for an RCU grace period before they are freed (a few hundred KiB per run,
+    /// more after many forks): reclaim cannot hurry them, so only a pile-up counts.
+    fn leftover(&mut self, usage: u64) -> Result<bool, SandboxError> {
+        let kmem = match &mut self.kmem {
+            Some(f) => reread_u64(f, &mut self.buf)
+                .map_err(|e| cgroup_err("read memory.kmem.usage_in_bytes of", &self.memory, e))?,
+            None => 0,
+        };
+        let user = usage.saturating_sub(kmem);
+        self.floor = self.floor.min(user);
+        Ok(user > self.floor.saturating_add(LEFTOVER) || kmem > KMEM_LEFTOVER)
     }
 
     fn err(&self, step: &'static str, e: io::Error) -> SandboxError {

@@ -43,7 +43,9 @@ struct Server {
 /// Serve the supervisor until it closes the socket (or dies), then exit.
 pub(super) fn main() -> ! {
     sys::reset_signals();
-    // Never the OOM killer's choice (its children set their own before exec).
+    sys::drop_bounding_set();
+    // Never the OOM killer's choice where the host lets us (CAP_SYS_RESOURCE);
+    // the programs it starts raise their own score to the maximum anyway.
     let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
     let Ok(home) = File::open("/proc/self/ns/mnt") else {
         sys::exit_now(1)
@@ -107,7 +109,7 @@ impl Server {
             let mut r = Reader::new(&bytes, fds);
             Decoded::decode(&mut r)
         });
-        let Some(decoded) = decoded else {
+        let Some(mut decoded) = decoded else {
             return Self::failed(
                 step::DECODE,
                 &std::io::Error::from_raw_os_error(libc::EINVAL),
@@ -120,8 +122,9 @@ impl Server {
             return Self::failed(step::ENTER_ROOT, &e);
         }
         let root = File::open("/proc/self/ns/mnt").ok().map(OwnedFd::from);
+        let (flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
         let spec = decoded.child_spec();
-        let cloned = sys::clone_fork(decoded.clone_flags, decoded.cgroup);
+        let cloned = sys::clone_fork(flags, cgroup);
         if let Ok(0) = cloned {
             let code = child::init_main(&spec);
             sys::exit_now(i32::try_from(code).unwrap_or(1));

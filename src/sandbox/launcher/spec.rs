@@ -291,6 +291,8 @@ pub(crate) struct Decoded {
     exec_paths: Vec<CString>,
     argv: Vec<CString>,
     envp: Vec<CString>,
+    /// Where the program starts (vfork-like) in init's copy of this memory.
+    program_stack: Vec<u8>,
 }
 
 impl Decoded {
@@ -327,11 +329,13 @@ impl Decoded {
             exec_paths: r.cstrings()?,
             argv: r.cstrings()?,
             envp: r.cstrings()?,
+            program_stack: vec![0u8; crate::sandbox::spawn::PROGRAM_STACK],
         })
     }
 
     /// The child's view of this run (pointers into `self`).
-    pub(crate) fn child_spec(&self) -> ChildSpec<'_> {
+    pub(crate) fn child_spec(&mut self) -> ChildSpec<'_> {
+        let program_stack_top = crate::sandbox::spawn::stack_top(&mut self.program_stack);
         ChildSpec {
             root: Root::Entered,
             mounts: &self.mounts,
@@ -348,6 +352,7 @@ impl Decoded {
             envp: null_terminated(&self.envp),
             report_fd: self.report_fd,
             cgroupns_in_init: true,
+            program_stack_top,
         }
     }
 }

@@ -430,3 +430,62 @@ pub(crate) fn c_thread_cpu_ns() -> u64 {
     let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
     secs.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
+
+/// Start `child` like vfork(2) on the stack whose top is `stack_top`: it shares
+/// our memory until it calls execve or exits, and we are suspended until then.
+/// No copy of the address space is made (a fork copies page tables and
+/// write-protects every private page, then the child's first writes fault).
+/// Through glibc's `clone()` wrapper, which takes no lock.
+pub(crate) fn c_vfork_on(
+    child: &mut dyn FnMut() -> isize,
+    stack_top: usize,
+) -> CResult<libc::pid_t> {
+    extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: data is the &mut dyn FnMut on the suspended parent's stack, which
+        // the child shares (CLONE_VM) and which stays put until the child execs.
+        let f = unsafe { &mut *data.cast::<&mut dyn FnMut() -> isize>() };
+        let code = f();
+        libc::c_int::try_from(code).unwrap_or(1)
+    }
+    let mut data: &mut dyn FnMut() -> isize = child;
+    let aligned = stack_top - stack_top % 16;
+    // SAFETY: `stack_top` is the end of a region the caller reserved for this
+    // child alone and keeps until the child has exec'd or exited (CLONE_VFORK
+    // suspends us until then); glibc's clone() runs `trampoline` on it.
+    let pid = unsafe {
+        libc::clone(
+            trampoline,
+            aligned as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut data).cast(),
+        )
+    };
+    if pid < 0 { Err(errno()) } else { Ok(pid) }
+}
+
+/// prctl(2) that answers a value (`PR_CAPBSET_READ`).
+pub(crate) fn c_prctl_value(option: libc::c_int, arg2: libc::c_ulong) -> CResult<i32> {
+    // SAFETY: prctl options used here take integer arguments only.
+    let rc = unsafe {
+        libc::prctl(
+            option,
+            arg2,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if rc < 0 { Err(errno()) } else { Ok(rc) }
+}
+
+/// Write `bytes` into the existing file `path` (a /proc knob).
+pub(crate) fn c_write_existing(path: &CStr, bytes: &[u8]) -> CResult {
+    // SAFETY: valid NUL-terminated path; the fd is closed below on every path.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let written = c_write_all(fd, bytes);
+    c_close(fd);
+    written
+}
