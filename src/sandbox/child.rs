@@ -168,6 +168,8 @@ pub(crate) struct ChildSpec<'a> {
     pub cgroupns_in_init: bool,
     /// Top of a stack reserved for the program's start (vfork-like); 0: fork.
     pub program_stack_top: usize,
+    /// The capability bounding set is already empty (a launcher's children).
+    pub bounding_set_empty: bool,
 }
 
 fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
@@ -390,17 +392,14 @@ fn cgroup_namespace(spec: &ChildSpec<'_>) {
 fn drop_privileges(spec: &ChildSpec<'_>) {
     try_step(spec, Step::Groups, sys::c_setgroups_empty());
     try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
-    for cap in 0..=spec.last_cap {
-        let cap_arg = libc::c_ulong::from(cap);
-        // Dropping allocates a new `cred` each time; a launcher's children start
-        // with an empty bounding set, so most runs drop nothing here.
-        match sys::c_prctl_value(libc::PR_CAPBSET_READ, cap_arg) {
-            Ok(0) | Err(libc::EINVAL) => continue,
-            _ => {}
-        }
-        match sys::c_prctl(libc::PR_CAPBSET_DROP, cap_arg) {
-            Ok(()) | Err(libc::EINVAL) => {}
-            Err(e) => fail(spec, Step::BoundingSet, e, cap),
+    // Each drop allocates a new `cred`; a launcher's children start with an
+    // empty bounding set and skip this.
+    if !spec.bounding_set_empty {
+        for cap in 0..=spec.last_cap {
+            match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
+                Ok(()) | Err(libc::EINVAL) => {}
+                Err(e) => fail(spec, Step::BoundingSet, e, cap),
+            }
         }
     }
     try_step(spec, Step::Ambient, ambient_clear());

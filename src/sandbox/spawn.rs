@@ -131,6 +131,7 @@ fn child_spec<'a>(
         report_fd,
         cgroupns_in_init: false,
         program_stack_top: 0,
+        bounding_set_empty: false,
     }
 }
 

@@ -3,8 +3,9 @@
 //! that make a slot's cgroup its own.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,24 +27,46 @@ pub(super) fn read_string(path: &Path) -> Result<String, SandboxError> {
     std::fs::read_to_string(path).map_err(|e| cgroup_err("read", path, e))
 }
 
-/// Read a whole small file from offset 0 through a kept-open descriptor.
-pub(super) fn reread(file: &mut File, buf: &mut String) -> io::Result<()> {
-    buf.clear();
-    file.seek(SeekFrom::Start(0))?;
-    file.read_to_string(buf)?;
-    Ok(())
+/// Read a whole small file from offset 0 through a kept-open descriptor: one
+/// `pread` (no seek, no size query), into a buffer kept between reads.
+pub(super) fn read_text<'b>(file: &File, buf: &'b mut Vec<u8>) -> io::Result<&'b str> {
+    buf.resize(buf.capacity().max(512), 0);
+    let mut n = 0;
+    loop {
+        if n == buf.len() {
+            buf.resize(n * 2, 0);
+        }
+        let got = file.read_at(buf.get_mut(n..).unwrap_or_default(), n as u64)?;
+        if got == 0 {
+            break;
+        }
+        n += got;
+    }
+    std::str::from_utf8(buf.get(..n).unwrap_or_default()).map_err(io::Error::other)
 }
 
 /// A number file (`memory.usage_in_bytes`, `cpuacct.usage`...) through its descriptor.
-pub(super) fn reread_u64(file: &mut File, buf: &mut String) -> io::Result<u64> {
-    reread(file, buf)?;
-    buf.trim().parse().map_err(io::Error::other)
+pub(super) fn read_u64(file: &File, buf: &mut Vec<u8>) -> io::Result<u64> {
+    read_text(file, buf)?.trim().parse().map_err(io::Error::other)
 }
 
-/// Write `value` at offset 0 of a kept-open control file.
-pub(super) fn rewrite(file: &mut File, value: &str) -> io::Result<()> {
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(value.as_bytes())
+/// Write `value` at offset 0 of a kept-open control file (one `pwrite`).
+pub(super) fn rewrite(file: &File, value: &str) -> io::Result<()> {
+    let n = file.write_at(value.as_bytes(), 0)?;
+    if n == value.len() {
+        Ok(())
+    } else {
+        Err(io::Error::other("short write"))
+    }
+}
+
+/// The pids in a kept-open `cgroup.procs`.
+pub(super) fn pids_of(file: &File, buf: &mut Vec<u8>) -> Vec<i32> {
+    read_text(file, buf)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
 }
 
 pub(super) fn open_read(path: &Path) -> Result<File, SandboxError> {

@@ -11,8 +11,8 @@ use cgroups_rs::fs::Controllers;
 use cgroups_rs::fs::hierarchies::V1;
 
 use super::files::{
-    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
-    read_string, reread, reread_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
+    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in, pids_of,
+    read_string, read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
     write_file,
 };
 use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured};
@@ -92,13 +92,17 @@ pub(crate) struct Group {
     oom_control: File,
     force_empty: File,
     pids_max: File,
+    memory_max: File,
+    memsw_limit: Option<File>,
+    /// The freezer's `cgroup.procs` (who is left after a run).
+    members: File,
     /// Limits in force (0: none written yet).
     memory_limit: u64,
     pids_limit: u32,
     /// The lowest usage (without kernel objects) seen at a run's start: what the
     /// slot's own processes hold.
     floor: u64,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl Group {
@@ -187,10 +191,13 @@ impl Group {
             oom_control: open_read(&file("memory.oom_control"))?,
             force_empty: open_rw(&file("memory.force_empty"))?,
             pids_max: open_rw(&mounts.pids.join(rel).join("pids.max"))?,
-            memory_limit: 0,
+            memory_max: open_rw(&file("memory.limit_in_bytes"))?,
+            memsw_limit: open_rw(&file("memory.memsw.limit_in_bytes")).ok(),
+            members: open_read(&mounts.freezer.join(rel).join("cgroup.procs"))?,
+            memory_limit: u64::MAX,
             pids_limit: 0,
             floor: u64::MAX,
-            buf: String::new(),
+            buf: Vec::with_capacity(512),
             memory,
         })
     }
@@ -217,7 +224,7 @@ impl Group {
         let mut usage = self.read_usage()?;
         if self.leftover(usage)? {
             // Page cache (or many kernel objects) of the last run: reclaim first.
-            rewrite(&mut self.force_empty, "0")
+            rewrite(&self.force_empty, "0")
                 .map_err(|e| cgroup_err("write memory.force_empty of", &self.memory, e))?;
             usage = self.read_usage()?;
             self.leftover(usage)?;
@@ -225,11 +232,11 @@ impl Group {
         self.set_memory(limits.memory.saturating_add(usage))?;
         let pids = limits.pids.saturating_add(ours);
         if pids != self.pids_limit {
-            rewrite(&mut self.pids_max, &pids.to_string())
+            rewrite(&self.pids_max, &pids.to_string())
                 .map_err(|e| cgroup_err("set pids.max of", &self.memory, e))?;
             self.pids_limit = pids;
         }
-        rewrite(&mut self.max_usage, "0")
+        rewrite(&self.max_usage, "0")
             .map_err(|e| cgroup_err("reset memory.max_usage_in_bytes of", &self.memory, e))?;
         Ok(Baseline {
             cpu: self
@@ -247,7 +254,7 @@ impl Group {
     /// more after many forks): reclaim cannot hurry them, so only a pile-up counts.
     fn leftover(&mut self, usage: u64) -> Result<bool, SandboxError> {
         let kmem = match &mut self.kmem {
-            Some(f) => reread_u64(f, &mut self.buf)
+            Some(f) => read_u64(f, &mut self.buf)
                 .map_err(|e| cgroup_err("read memory.kmem.usage_in_bytes of", &self.memory, e))?,
             None => 0,
         };
@@ -261,18 +268,18 @@ impl Group {
     }
 
     fn read_usage(&mut self) -> Result<u64, SandboxError> {
-        reread_u64(&mut self.usage, &mut self.buf)
+        read_u64(&self.usage, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.usage_in_bytes of", &self.memory, e))
     }
 
     fn oom_kills(&mut self) -> Result<u64, SandboxError> {
-        reread(&mut self.oom_control, &mut self.buf)
+        let text = read_text(&self.oom_control, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.oom_control of", &self.memory, e))?;
-        Ok(keyed(&self.buf, "oom_kill").unwrap_or(0))
+        Ok(keyed(text, "oom_kill").unwrap_or(0))
     }
 
     fn cpu_total(&mut self) -> io::Result<Duration> {
-        reread_u64(&mut self.cpuacct_usage, &mut self.buf).map(Duration::from_nanos)
+        read_u64(&self.cpuacct_usage, &mut self.buf).map(Duration::from_nanos)
     }
 
     pub(crate) fn cpu_since(&mut self, base: &Baseline) -> io::Result<Duration> {
@@ -283,7 +290,7 @@ impl Group {
         let cpu = self
             .cpu_since(base)
             .map_err(|e| self.err("read cpuacct.usage of", e))?;
-        let peak = reread_u64(&mut self.max_usage, &mut self.buf)
+        let peak = read_u64(&self.max_usage, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.max_usage_in_bytes of", &self.memory, e))?;
         Ok(Measured {
             cpu,
@@ -294,23 +301,26 @@ impl Group {
     }
 
     /// memory limit, and memsw (memory+swap) at the same value so swap is no
-    /// escape. The kernel insists memsw ≥ memory at every moment, so the order
-    /// depends on whether the limit goes up or down; trying one order then the
-    /// other covers both (and a first limit under the initial "unlimited").
+    /// escape. The kernel insists memsw ≥ memory at every moment: going up, memsw
+    /// first; going down (the first limit comes down from "unlimited"), memory.
     fn set_memory(&mut self, bytes: u64) -> Result<(), SandboxError> {
         if bytes == self.memory_limit {
             return Ok(());
         }
         let value = bytes.to_string();
-        let mem = self.memory.join("memory.limit_in_bytes");
-        let memsw = self.memory.join("memory.memsw.limit_in_bytes");
-        if !memsw.exists() {
-            write_file(&mem, &value, "set memory.limit_in_bytes")?;
-        } else if std::fs::write(&mem, &value).is_ok() {
-            write_file(&memsw, &value, "set memory.memsw.limit_in_bytes")?;
-        } else {
-            write_file(&memsw, &value, "set memory.memsw.limit_in_bytes")?;
-            write_file(&mem, &value, "set memory.limit_in_bytes")?;
+        let set = |f: &File, name: &'static str| {
+            rewrite(f, &value).map_err(|e| cgroup_err(name, &self.memory, e))
+        };
+        match &self.memsw_limit {
+            None => set(&self.memory_max, "set memory.limit_in_bytes of")?,
+            Some(sw) if bytes > self.memory_limit => {
+                set(sw, "set memory.memsw.limit_in_bytes of")?;
+                set(&self.memory_max, "set memory.limit_in_bytes of")?;
+            }
+            Some(sw) => {
+                set(&self.memory_max, "set memory.limit_in_bytes of")?;
+                set(sw, "set memory.memsw.limit_in_bytes of")?;
+            }
         }
         self.memory_limit = bytes;
         Ok(())
@@ -321,7 +331,8 @@ impl Group {
         let keep = keep.and_then(|p| i32::try_from(p).ok());
         // Every process of a run is born in all of the slot's hierarchies, so one
         // holding nothing else means they all do: the usual case, one read.
-        if pids_in(&self.freezer).iter().all(|p| Some(*p) == keep) {
+        let mut buf = Vec::with_capacity(64);
+        if pids_of(&self.members, &mut buf).iter().all(|p| Some(*p) == keep) {
             return Ok(());
         }
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::files::{
     cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
-    reread, reread_u64, rewrite, rmdir_retry, take_over_leftover, try_lock, write_file,
+    read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock, write_file,
 };
 use super::{Baseline, CgroupLimits, LEFTOVER, Measured};
 use crate::sandbox::error::SandboxError;
@@ -286,7 +286,7 @@ struct Group {
     pids_limit: u32,
     sampled_peak: u64,
     has_peak: bool,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl Group {
@@ -330,7 +330,7 @@ impl Group {
             pids_limit: 0,
             sampled_peak: 0,
             has_peak,
-            buf: String::new(),
+            buf: Vec::with_capacity(512),
             dir: dir.to_path_buf(),
         };
         group.set_limits(memory, pids)?;
@@ -362,7 +362,7 @@ impl Group {
     }
 
     fn current(&mut self) -> Result<u64, SandboxError> {
-        reread_u64(&mut self.current, &mut self.buf)
+        read_u64(&self.current, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.current of", &self.dir, e))
     }
 
@@ -379,9 +379,9 @@ impl Group {
         let usage = self.current()?;
         self.set_limits(memory.saturating_add(usage), pids)?;
         self.sampled_peak = usage;
-        reread(&mut self.events, &mut self.buf)
+        let events = read_text(&self.events, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.events of", &self.dir, e))?;
-        let oom_kills = keyed(&self.buf, "oom_kill").unwrap_or(0);
+        let oom_kills = keyed(events, "oom_kill").unwrap_or(0);
         Ok(Baseline {
             cpu: self
                 .cpu_total()
@@ -392,15 +392,15 @@ impl Group {
     }
 
     fn cpu_total(&mut self) -> io::Result<Duration> {
-        reread(&mut self.cpu_stat, &mut self.buf)?;
-        let us = keyed(&self.buf, "usage_usec")
+        let stat = read_text(&self.cpu_stat, &mut self.buf)?;
+        let us = keyed(stat, "usage_usec")
             .ok_or_else(|| io::Error::other("no usage_usec in cpu.stat"))?;
         Ok(Duration::from_micros(us))
     }
 
     fn sample(&mut self) {
         if !self.has_peak
-            && let Ok(v) = reread_u64(&mut self.current, &mut self.buf)
+            && let Ok(v) = read_u64(&self.current, &mut self.buf)
         {
             self.sampled_peak = self.sampled_peak.max(v);
         }
@@ -413,13 +413,13 @@ impl Group {
             .map_err(|e| self.err("read cpu.stat of", e))?
             .saturating_sub(base.cpu);
         let peak = match &mut self.peak {
-            Some(f) => reread_u64(f, &mut self.buf)
+            Some(f) => read_u64(f, &mut self.buf)
                 .map_err(|e| cgroup_err("read memory.peak of", &self.dir, e))?,
             None => self.sampled_peak,
         };
-        reread(&mut self.events, &mut self.buf)
+        let events = read_text(&self.events, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.events of", &self.dir, e))?;
-        let oom_kills = keyed(&self.buf, "oom_kill").unwrap_or(0);
+        let oom_kills = keyed(events, "oom_kill").unwrap_or(0);
         Ok(Measured {
             cpu,
             peak_memory: peak.saturating_sub(base.memory),

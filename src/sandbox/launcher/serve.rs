@@ -35,6 +35,11 @@ struct Run {
 struct Server {
     spec: Option<OwnedFd>,
     home: OwnedFd,
+    /// The host's /proc: after joining a prepared root (whose /proc is empty)
+    /// the run's mount namespace is still reachable through it.
+    proc: OwnedFd,
+    /// Our capability bounding set is empty (so every run's is).
+    bounding_set_empty: bool,
     run: Option<Run>,
     /// Our CPU time when the current run was handed to us.
     mark: Duration,
@@ -43,16 +48,18 @@ struct Server {
 /// Serve the supervisor until it closes the socket (or dies), then exit.
 pub(super) fn main() -> ! {
     sys::reset_signals();
-    sys::drop_bounding_set();
+    let bounding_set_empty = sys::drop_bounding_set();
     // Never the OOM killer's choice where the host lets us (CAP_SYS_RESOURCE);
     // the programs it starts raise their own score to the maximum anyway.
     let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
-    let Ok(home) = File::open("/proc/self/ns/mnt") else {
+    let (Ok(home), Ok(proc)) = (File::open("/proc/self/ns/mnt"), File::open("/proc")) else {
         sys::exit_now(1)
     };
     let mut server = Server {
         spec: None,
         home: home.into(),
+        proc: proc.into(),
+        bounding_set_empty,
         run: None,
         mark: Duration::ZERO,
     };
@@ -121,9 +128,10 @@ impl Server {
             self.go_home();
             return Self::failed(step::ENTER_ROOT, &e);
         }
-        let root = File::open("/proc/self/ns/mnt").ok().map(OwnedFd::from);
+        let root = sys::open_at(self.proc.as_raw_fd(), c"thread-self/ns/mnt").ok();
         let (flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
-        let spec = decoded.child_spec();
+        let mut spec = decoded.child_spec();
+        spec.bounding_set_empty = self.bounding_set_empty;
         let cloned = sys::clone_fork(flags, cgroup);
         if let Ok(0) = cloned {
             let code = child::init_main(&spec);

@@ -353,6 +353,7 @@ impl Decoded {
             report_fd: self.report_fd,
             cgroupns_in_init: true,
             program_stack_top,
+            bounding_set_empty: false,
         }
     }
 }

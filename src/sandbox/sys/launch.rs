@@ -326,9 +326,20 @@ pub(crate) fn exit_now(code: i32) -> ! {
 /// Empty this process's capability bounding set (its effective and permitted
 /// sets stay: it never execs). Children inherit the empty set, so each run's
 /// program need not drop 41 capabilities one `prctl` (one new `cred`) at a time.
-pub(crate) fn drop_bounding_set() {
-    for cap in 0..64 {
-        // SAFETY: PR_CAPBSET_DROP takes an integer; unknown numbers fail harmlessly.
-        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
-    }
+/// Returns whether the set is empty afterwards.
+pub(crate) fn drop_bounding_set() -> bool {
+    (0..64).all(|cap: libc::c_ulong| {
+        // SAFETY: PR_CAPBSET_DROP/READ take an integer; numbers past the last
+        // capability fail with EINVAL, harmlessly.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            libc::prctl(libc::PR_CAPBSET_READ, cap, 0, 0, 0) <= 0
+        }
+    })
+}
+
+/// open(2) `path` relative to the directory `dir`, read-only, close-on-exec.
+pub(crate) fn open_at(dir: RawFd, path: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: a directory descriptor we hold and a valid NUL-terminated path.
+    owned(unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })
 }

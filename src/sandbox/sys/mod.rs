@@ -463,21 +463,6 @@ pub(crate) fn c_vfork_on(
     if pid < 0 { Err(errno()) } else { Ok(pid) }
 }
 
-/// prctl(2) that answers a value (`PR_CAPBSET_READ`).
-pub(crate) fn c_prctl_value(option: libc::c_int, arg2: libc::c_ulong) -> CResult<i32> {
-    // SAFETY: prctl options used here take integer arguments only.
-    let rc = unsafe {
-        libc::prctl(
-            option,
-            arg2,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    if rc < 0 { Err(errno()) } else { Ok(rc) }
-}
-
 /// Write `bytes` into the existing file `path` (a /proc knob).
 pub(crate) fn c_write_existing(path: &CStr, bytes: &[u8]) -> CResult {
     // SAFETY: valid NUL-terminated path; the fd is closed below on every path.
