@@ -120,7 +120,7 @@ impl Step {
 /// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
 pub(crate) const REC_EXITED: u32 = 1;
 pub(crate) const REC_FAILED: u32 = 2;
-/// The program is forked; `[kind, init's CPU ns low, high, 0]` so far.
+/// The program is started; `[kind, init's CPU ns low, high, launcher's µs]` so far.
 pub(crate) const REC_STARTED: u32 = 3;
 pub(crate) const RECORD_LEN: usize = 16;
 
@@ -170,6 +170,9 @@ pub(crate) struct ChildSpec<'a> {
     pub program_stack_top: usize,
     /// The capability bounding set is already empty (a launcher's children).
     pub bounding_set_empty: bool,
+    /// The launcher's CPU time for this run up to the clone, passed on in
+    /// `REC_STARTED` (the supervisor leaves it out of the run's time).
+    pub launcher_setup: std::time::Duration,
 }
 
 fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
@@ -238,7 +241,7 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         REC_STARTED,
         u32::try_from(ns & 0xffff_ffff).unwrap_or(0),
         u32::try_from(ns >> 32).unwrap_or(u32::MAX),
-        0,
+        u32::try_from(spec.launcher_setup.as_micros()).unwrap_or(u32::MAX),
     );
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
     // end held here would keep the other side of an interactive run from seeing EOF.

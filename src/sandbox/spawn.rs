@@ -53,8 +53,12 @@ pub(crate) enum Launch<'a> {
 struct Watched {
     ending: Option<Ending>,
     failure: Option<(u32, u32, u32)>,
-    /// init's CPU time up to forking the program (`REC_STARTED`).
+    /// CPU time of init and (launched runs) the launcher up to the program's
+    /// start (`REC_STARTED`).
     init_setup: Duration,
+    launcher_setup: Duration,
+    /// The report pipe reached EOF (init is gone).
+    eof: bool,
     cpu_over: bool,
     wall_over: bool,
     cancelled: bool,
@@ -132,6 +136,7 @@ fn child_spec<'a>(
         cgroupns_in_init: false,
         program_stack_top: 0,
         bounding_set_empty: false,
+        launcher_setup: Duration::ZERO,
     }
 }
 
@@ -225,20 +230,16 @@ fn launched_run(
         )));
     }
     let start = Instant::now();
-    let started = launcher.start(&w.bytes, &w.fds)?;
+    launcher.start(&w.bytes, &w.fds)?;
     drop(report_w);
     prepared.parts.close_stdio();
-    let watched = watch(
-        plan,
-        &report_r,
-        cgroup,
-        base,
-        start,
-        Some((&started, via.inside)),
-    );
+    let watched = watch(plan, &report_r, cgroup, base, start, Some(via.inside));
+    let ended_itself = watched
+        .as_ref()
+        .is_ok_and(|w| w.ending.is_some() || w.failure.is_some() || w.eof);
     // init's end takes the whole PID namespace; the cgroup holding anything else
     // of the run afterwards would be a bug, so it is checked (and cleared).
-    let ended = launcher.end();
+    let ended = launcher.end(!ended_itself);
     let cleared = cgroup.kill_all_but(via.inside.then(|| launcher.pid()));
     let watched = watched?;
     let ended = ended?;
@@ -260,7 +261,7 @@ fn watch(
     cgroup: &mut SlotCgroup,
     base: &Baseline,
     start: Instant,
-    launched: Option<(&super::launcher::Started, bool)>,
+    launched: Option<bool>,
 ) -> Result<Watched, SandboxError> {
     let wall_limit = plan.limits.effective_wall_time();
     let mut w = Watched::default();
@@ -281,10 +282,10 @@ fn watch(
             let raw = cgroup
                 .cpu_since(base)
                 .map_err(|e| SandboxError::sys("read the run's cpu time", e))?;
-            let ours = launched.map_or(Duration::ZERO, |(s, inside)| {
+            let ours = launched.map_or(Duration::ZERO, |inside| {
                 w.init_setup
                     + if inside {
-                        s.launcher_cpu
+                        w.launcher_setup
                     } else {
                         Duration::ZERO
                     }
@@ -313,6 +314,7 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
     let n =
         sys::read_some(fd, &mut chunk).map_err(|e| SandboxError::sys("read the report pipe", e))?;
     if n == 0 {
+        w.eof = true;
         return Ok(true);
     }
     buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
@@ -324,8 +326,9 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
         match rec.as_slice() {
-            [REC_STARTED, low, high, _] => {
+            [REC_STARTED, low, high, launcher_us] => {
                 w.init_setup = Duration::from_nanos(u64::from(*low) | (u64::from(*high) << 32));
+                w.launcher_setup = Duration::from_micros(u64::from(*launcher_us));
             }
             [REC_EXITED, _, status, _] => {
                 let status = status.cast_signed();

@@ -50,13 +50,15 @@ use super::sys;
 const ENV: &std::ffi::CStr = c"JUDGE_RUNNER_LAUNCHER";
 /// How long the supervisor waits for an answer before giving the launcher up.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+/// After a run ended by itself, how long the supervisor waits for the
+/// launcher's own `ENDED` before asking with `END`.
+const NUDGE: Duration = Duration::from_secs(1);
 
 /// Message kinds, both ways: `[kind, a: u32, b, c, d: u64]`, 32 bytes.
 pub(crate) mod msg {
     pub const HELLO: u32 = 1;
     pub const READY: u32 = 2;
     pub const RUN: u32 = 3;
-    pub const STARTED: u32 = 4;
     pub const FAILED: u32 = 5;
     pub const END: u32 = 6;
     pub const ENDED: u32 = 7;
@@ -102,12 +104,6 @@ pub(crate) mod step {
     }
 }
 
-/// init is running.
-pub(crate) struct Started {
-    /// The launcher's CPU time for this run so far.
-    pub launcher_cpu: Duration,
-}
-
 /// init is dead and reaped, and with it every process of the run.
 pub(crate) struct Ended {
     pub init_cpu: Duration,
@@ -151,7 +147,7 @@ impl Launcher {
         };
         let hello = msg::encode(msg::HELLO, spec::VERSION, 0, 0, 0);
         sys::send_msg(launcher.ctl_fd(), &hello, &[launcher.spec.as_raw_fd()]).map_err(fail)?;
-        match launcher.answer()? {
+        match launcher.answer(ANSWER_TIMEOUT)? {
             (msg::READY, v, ..) if v == spec::VERSION => Ok(launcher),
             other => Err(launcher.unexpected("start", other)),
         }
@@ -170,42 +166,62 @@ impl Launcher {
         self.ctl.as_ref().map_or(-1, AsRawFd::as_raw_fd)
     }
 
-    /// Hand the launcher one run (`bytes` and the descriptors they name) and wait
-    /// until init is cloned.
-    pub(crate) fn start(&mut self, bytes: &[u8], fds: &[RawFd]) -> Result<Started, SandboxError> {
+    /// Hand the launcher one run (`bytes` and the descriptors they name). No
+    /// answer is awaited: the run's init reports on the run's own pipe, and the
+    /// launcher answers once, with `ENDED` or `FAILED` (see [`Launcher::end`]).
+    /// Our copies of the descriptors may be closed as soon as this returns (the
+    /// message in flight holds its own).
+    pub(crate) fn start(&mut self, bytes: &[u8], fds: &[RawFd]) -> Result<(), SandboxError> {
         let fail = |e| SandboxError::sys("hand the run to the slot's launcher", e);
         sys::pwrite_all(self.spec.as_raw_fd(), bytes, 0).map_err(fail)?;
         let len = u32::try_from(bytes.len()).map_err(|e| fail(std::io::Error::other(e)))?;
         let run = msg::encode(msg::RUN, len, 0, 0, 0);
         let sent = sys::send_msg(self.ctl_fd(), &run, fds);
         self.broken |= sent.is_err();
-        sent.map_err(fail)?;
-        match self.answer()? {
-            (msg::STARTED, _init, cpu, ..) => Ok(Started {
-                launcher_cpu: Duration::from_nanos(cpu),
+        sent.map_err(fail)
+    }
+
+    /// The run's answer, once its init is dead and reaped (and with it every
+    /// process of the run). `kill`: the supervisor stops the run (a limit, a
+    /// cancellation); else it ended on its own and the launcher answers by itself
+    /// (asked after a second anyway, for kernels without pidfds).
+    pub(crate) fn end(&mut self, kill: bool) -> Result<Ended, SandboxError> {
+        if kill {
+            self.send_end()?;
+        }
+        let answer = if kill {
+            self.answer(ANSWER_TIMEOUT)?
+        } else {
+            match self.read_answer(NUDGE) {
+                Ok(Some(a)) => a,
+                Ok(None) => {
+                    self.send_end()?;
+                    self.answer(ANSWER_TIMEOUT)?
+                }
+                Err(e) => {
+                    self.broken = true;
+                    return Err(e);
+                }
+            }
+        };
+        match answer {
+            (msg::ENDED, _, init, launcher, _) => Ok(Ended {
+                init_cpu: Duration::from_nanos(init),
+                launcher_cpu: Duration::from_nanos(launcher),
             }),
             (msg::FAILED, at, errno, ..) => Err(SandboxError::Child {
                 step: format!("the slot's launcher could not {}", step::name(at)),
                 source: std::io::Error::from_raw_os_error(i32::try_from(errno).unwrap_or(0)),
             }),
-            other => Err(self.unexpected("start a run", other)),
+            other => Err(self.unexpected("end a run", other)),
         }
     }
 
-    /// Kill the run's init (and with it the whole PID namespace), wait until every
-    /// process of it is gone.
-    pub(crate) fn end(&mut self) -> Result<Ended, SandboxError> {
+    fn send_end(&mut self) -> Result<(), SandboxError> {
         let end = msg::encode(msg::END, 0, 0, 0, 0);
         let sent = sys::send_msg(self.ctl_fd(), &end, &[]);
         self.broken |= sent.is_err();
-        sent.map_err(|e| SandboxError::sys("ask the slot's launcher to end the run", e))?;
-        match self.answer()? {
-            (msg::ENDED, _, init, launcher, _) => Ok(Ended {
-                init_cpu: Duration::from_nanos(init),
-                launcher_cpu: Duration::from_nanos(launcher),
-            }),
-            other => Err(self.unexpected("end a run", other)),
-        }
+        sent.map_err(|e| SandboxError::sys("ask the slot's launcher to end the run", e))
     }
 
     /// The run is measured: the launcher may now drop the run's mount namespace
@@ -215,34 +231,44 @@ impl Launcher {
         let _ = sys::send_msg(self.ctl_fd(), &release, &[]);
     }
 
-    fn answer(&mut self) -> Result<(u32, u32, u64, u64, u64), SandboxError> {
-        let answer = self.read_answer();
+    /// The next answer, waiting at most `within`.
+    fn answer(&mut self, within: Duration) -> Result<(u32, u32, u64, u64, u64), SandboxError> {
+        let answer = self.read_answer(within).and_then(|got| {
+            got.ok_or_else(|| SandboxError::LostChild {
+                detail: format!(
+                    "the slot's launcher did not answer within {:.1} s",
+                    within.as_secs_f64()
+                ),
+            })
+        });
         self.broken |= answer.is_err();
         answer
     }
 
-    fn read_answer(&mut self) -> Result<(u32, u32, u64, u64, u64), SandboxError> {
-        let timeout = i32::try_from(ANSWER_TIMEOUT.as_millis()).unwrap_or(i32::MAX);
+    /// `Ok(None)`: nothing within `within`.
+    fn read_answer(
+        &mut self,
+        within: Duration,
+    ) -> Result<Option<(u32, u32, u64, u64, u64)>, SandboxError> {
+        let timeout = i32::try_from(within.as_millis()).unwrap_or(i32::MAX);
         let ready = sys::poll_readable(self.ctl_fd(), timeout)
             .map_err(|e| SandboxError::sys("wait for the slot's launcher", e))?;
         if !ready {
-            return Err(SandboxError::LostChild {
-                detail: format!(
-                    "the slot's launcher did not answer within {} s",
-                    ANSWER_TIMEOUT.as_secs()
-                ),
-            });
+            return Ok(None);
         }
         let mut buf = [0u8; msg::LEN];
         let (n, _) = sys::recv_msg(self.ctl_fd(), &mut buf, 0)
             .map_err(|e| SandboxError::sys("read the slot's launcher's answer", e))?;
-        msg::decode(buf.get(..n).unwrap_or_default()).ok_or_else(|| SandboxError::LostChild {
-            detail: if n == 0 {
-                "the slot's launcher is gone".into()
-            } else {
-                format!("the slot's launcher sent {n} bytes that are no message")
-            },
-        })
+        match msg::decode(buf.get(..n).unwrap_or_default()) {
+            Some(m) => Ok(Some(m)),
+            None => Err(SandboxError::LostChild {
+                detail: if n == 0 {
+                    "the slot's launcher is gone".into()
+                } else {
+                    format!("the slot's launcher sent {n} bytes that are no message")
+                },
+            }),
+        }
     }
 
     fn unexpected(&mut self, what: &str, got: (u32, u32, u64, u64, u64)) -> SandboxError {

@@ -5,11 +5,14 @@
 //! namespaces from inside that copy — straight into the run cgroup on v2 — and
 //! return to its own mount namespace. It keeps a descriptor of the copy, so the
 //! copy is torn down (an RCU grace period) when the supervisor has measured the
-//! run and says `RELEASE`, not while it waits for init's end. At `END` it kills
-//! init (the kernel then kills the rest of the PID namespace and init exits only
-//! once all of it is gone), reads init's CPU time from its scheduler clock while
-//! it is a zombie, reaps it and answers with init's CPU time and its own, both
-//! spent in the run's cgroup and left out of the run's figure.
+//! run and says `RELEASE`, not while it waits for init's end. When init ends on
+//! its own (it exits right after reporting the program's status), or at `END`
+//! (the supervisor stops the run: it kills init, the kernel then kills the rest
+//! of the PID namespace and init exits only once all of it is gone), it reads
+//! init's CPU time from its scheduler clock while it is a zombie, reaps it and
+//! answers `ENDED` with init's CPU time and its own, both spent in the run's
+//! cgroup and left out of the run's figure. A run that cannot start is answered
+//! `FAILED` instead; nothing else is answered.
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -27,7 +30,11 @@ pub(super) const CONTROL_FD: RawFd = 0;
 /// A run going on (or ended and not yet released).
 struct Run {
     init: libc::pid_t,
+    /// `ENDED` is sent.
     ended: bool,
+    /// Readable when init has ended (none on kernels without pidfd_open, < 5.3:
+    /// then only `END` ends the run).
+    pidfd: Option<OwnedFd>,
     /// The run's mount namespace, kept until `RELEASE`.
     _root: Option<OwnedFd>,
 }
@@ -69,34 +76,57 @@ pub(super) fn main() -> ! {
 }
 
 impl Server {
+    /// Wait for a message or for init's end, whichever comes first: the end of a
+    /// run is answered as soon as it happens, while the supervisor is still
+    /// reading the program's status, not after another round trip.
     fn serve(&mut self) {
         loop {
-            let mut buf = [0u8; msg::LEN];
-            let Ok((n, fds)) = sys::recv_msg(CONTROL_FD, &mut buf, spec::MAX_FDS) else {
+            let pidfd = self
+                .run
+                .as_ref()
+                .filter(|r| !r.ended)
+                .and_then(|r| r.pidfd.as_ref())
+                .map(AsRawFd::as_raw_fd);
+            let Ok((message, init_ended)) = sys::poll_either(CONTROL_FD, pidfd) else {
                 return;
             };
-            let Some((kind, a, ..)) = msg::decode(buf.get(..n).unwrap_or_default()) else {
-                return; // EOF (the supervisor is gone) or garbage
-            };
-            let reply = match kind {
-                msg::HELLO => {
-                    self.spec = fds.into_iter().next();
-                    msg::encode(msg::READY, spec::VERSION, 0, 0, 0)
-                }
-                msg::RUN => {
-                    self.release();
-                    self.start(usize::try_from(a).unwrap_or(0), &fds)
-                }
-                msg::END => self.end(),
-                msg::RELEASE => {
-                    self.release();
-                    continue;
-                }
-                _ => return,
-            };
-            if sys::send_msg(CONTROL_FD, &reply, &[]).is_err() {
+            if init_ended && !self.finish_run() {
                 return;
             }
+            if message && !self.handle_message() {
+                return;
+            }
+        }
+    }
+
+    /// One message from the supervisor; false when it is gone.
+    fn handle_message(&mut self) -> bool {
+        let mut buf = [0u8; msg::LEN];
+        let Ok((n, fds)) = sys::recv_msg(CONTROL_FD, &mut buf, spec::MAX_FDS) else {
+            return false;
+        };
+        let Some((kind, a, ..)) = msg::decode(buf.get(..n).unwrap_or_default()) else {
+            return false; // EOF (the supervisor is gone) or garbage
+        };
+        match kind {
+            msg::HELLO => {
+                self.spec = fds.into_iter().next();
+                let ready = msg::encode(msg::READY, spec::VERSION, 0, 0, 0);
+                sys::send_msg(CONTROL_FD, &ready, &[]).is_ok()
+            }
+            msg::RUN => {
+                self.release();
+                match self.start(usize::try_from(a).unwrap_or(0), &fds) {
+                    Some(failed) => sys::send_msg(CONTROL_FD, &failed, &[]).is_ok(),
+                    None => true,
+                }
+            }
+            msg::END => self.finish_run(),
+            msg::RELEASE => {
+                self.release();
+                true
+            }
+            _ => false,
         }
     }
 
@@ -105,7 +135,8 @@ impl Server {
         msg::encode(msg::FAILED, step, u64::from(errno.unsigned_abs()), 0, 0)
     }
 
-    fn start(&mut self, len: usize, fds: &[OwnedFd]) -> [u8; msg::LEN] {
+    /// Clone the run's init; `Some(FAILED message)` when that could not be done.
+    fn start(&mut self, len: usize, fds: &[OwnedFd]) -> Option<[u8; msg::LEN]> {
         self.mark = sys::thread_cpu_time();
         let mut bytes = vec![0u8; len];
         let read = match &self.spec {
@@ -117,39 +148,38 @@ impl Server {
             Decoded::decode(&mut r)
         });
         let Some(mut decoded) = decoded else {
-            return Self::failed(
-                step::DECODE,
-                &std::io::Error::from_raw_os_error(libc::EINVAL),
-            );
+            let e = std::io::Error::from_raw_os_error(libc::EINVAL);
+            return Some(Self::failed(step::DECODE, &e));
         };
         let entered = sys::setns(decoded.template, libc::CLONE_NEWNS)
             .and_then(|()| sys::unshare(libc::CLONE_NEWNS));
         if let Err(e) = entered {
             self.go_home();
-            return Self::failed(step::ENTER_ROOT, &e);
+            return Some(Self::failed(step::ENTER_ROOT, &e));
         }
         let root = sys::open_at(self.proc.as_raw_fd(), c"thread-self/ns/mnt").ok();
         let (flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
         let mut spec = decoded.child_spec();
         spec.bounding_set_empty = self.bounding_set_empty;
+        spec.launcher_setup = sys::thread_cpu_time().saturating_sub(self.mark);
         let cloned = sys::clone_fork(flags, cgroup);
         if let Ok(0) = cloned {
             let code = child::init_main(&spec);
             sys::exit_now(i32::try_from(code).unwrap_or(1));
         }
         self.go_home();
-        match cloned {
-            Ok(init) => {
-                self.run = Some(Run {
-                    init,
-                    ended: false,
-                    _root: root,
-                });
-                let cpu = sys::thread_cpu_time().saturating_sub(self.mark);
-                msg::encode(msg::STARTED, init.unsigned_abs(), nanos(cpu), 0, 0)
-            }
-            Err(e) => Self::failed(step::CLONE, &e),
-        }
+        let init = match cloned {
+            Ok(init) => init,
+            Err(e) => return Some(Self::failed(step::CLONE, &e)),
+        };
+        // init is our unreaped child: its pid cannot be reused, the pidfd is sure.
+        self.run = Some(Run {
+            init,
+            ended: false,
+            pidfd: sys::pidfd_open(init).ok(),
+            _root: root,
+        });
+        None
     }
 
     /// Back to our own mount namespace; a launcher that cannot is of no further
@@ -163,14 +193,18 @@ impl Server {
         }
     }
 
-    fn end(&mut self) -> [u8; msg::LEN] {
-        let mut init_cpu = Duration::ZERO;
-        if let Some(run) = self.run.as_mut().filter(|r| !r.ended) {
-            init_cpu = finish(run.init);
-            run.ended = true;
-        }
+    /// End the run (if it has not ended yet) and answer `ENDED`, once per run;
+    /// false when the supervisor is gone.
+    fn finish_run(&mut self) -> bool {
+        let Some(run) = self.run.as_mut().filter(|r| !r.ended) else {
+            return true; // nothing going on, or answered already
+        };
+        run.ended = true;
+        run.pidfd = None;
+        let init_cpu = finish(run.init);
         let ours = sys::thread_cpu_time().saturating_sub(self.mark);
-        msg::encode(msg::ENDED, 0, nanos(init_cpu), nanos(ours), 0)
+        let ended = msg::encode(msg::ENDED, 0, nanos(init_cpu), nanos(ours), 0);
+        sys::send_msg(CONTROL_FD, &ended, &[]).is_ok()
     }
 
     /// Forget the run: end it if it is still going, drop its mount namespace.

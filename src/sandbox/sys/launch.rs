@@ -343,3 +343,37 @@ pub(crate) fn open_at(dir: RawFd, path: &CStr) -> io::Result<OwnedFd> {
     // SAFETY: a directory descriptor we hold and a valid NUL-terminated path.
     owned(unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })
 }
+
+/// A pidfd for our own (unreaped) child `pid`: readable once it has ended.
+pub(crate) fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: raw pidfd_open(2) with integer arguments; the result is a new fd.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    owned(libc::c_int::try_from(fd).unwrap_or(-1))
+}
+
+/// Wait until `a` or `b` (if given) is readable or hung up; (a ready, b ready).
+pub(crate) fn poll_either(a: RawFd, b: Option<RawFd>) -> io::Result<(bool, bool)> {
+    let mut fds = [
+        libc::pollfd {
+            fd: a,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b.unwrap_or(-1),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: two live pollfds; a negative fd is ignored by poll(2).
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if rc >= 0 {
+            return Ok((fds[0].revents != 0, fds[1].revents != 0));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
