@@ -120,8 +120,9 @@ impl Step {
 /// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
 pub(crate) const REC_EXITED: u32 = 1;
 pub(crate) const REC_FAILED: u32 = 2;
-/// The program is started; `[kind, init's CPU ns low, high, launcher's µs]` so far.
-pub(crate) const REC_STARTED: u32 = 3;
+/// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
+/// before its `REC_EXITED` (the wall time is the program's, not the handoffs').
+pub(crate) const REC_TIME: u32 = 3;
 pub(crate) const RECORD_LEN: usize = 16;
 
 /// How the box reaches the network.
@@ -170,18 +171,19 @@ pub(crate) struct ChildSpec<'a> {
     pub program_stack_top: usize,
     /// The capability bounding set is already empty (a launcher's children).
     pub bounding_set_empty: bool,
-    /// The launcher's CPU time for this run up to the clone, passed on in
-    /// `REC_STARTED` (the supervisor leaves it out of the run's time).
-    pub launcher_setup: std::time::Duration,
+}
+
+fn record(dst: &mut [u8], words: [u32; 4]) {
+    for (i, v) in words.into_iter().enumerate() {
+        if let Some(d) = dst.get_mut(i * 4..i * 4 + 4) {
+            d.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
 }
 
 fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
     let mut rec = [0u8; RECORD_LEN];
-    for (i, v) in [kind, step, value, aux].into_iter().enumerate() {
-        if let Some(dst) = rec.get_mut(i * 4..i * 4 + 4) {
-            dst.copy_from_slice(&v.to_ne_bytes());
-        }
-    }
+    record(&mut rec, [kind, step, value, aux]);
     let _ = sys::c_write_all(fd, &rec);
 }
 
@@ -234,15 +236,6 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Ok(pid) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
-    // init's own work so far: the supervisor leaves it out of the run's CPU time.
-    let ns = sys::c_thread_cpu_ns();
-    report(
-        spec.report_fd,
-        REC_STARTED,
-        u32::try_from(ns & 0xffff_ffff).unwrap_or(0),
-        u32::try_from(ns >> 32).unwrap_or(u32::MAX),
-        u32::try_from(spec.launcher_setup.as_micros()).unwrap_or(u32::MAX),
-    );
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
     // end held here would keep the other side of an interactive run from seeing EOF.
     let fd = u32::try_from(spec.report_fd).unwrap_or(u32::MAX);
@@ -298,7 +291,14 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
             Ok((pid, status))
                 if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
             {
-                report(spec.report_fd, REC_EXITED, 0, status.cast_unsigned(), 0);
+                let ns = sys::c_monotonic_ns();
+                let mut recs = [0u8; 2 * RECORD_LEN];
+                let (time, exited) = recs.split_at_mut(RECORD_LEN);
+                let low = u32::try_from(ns & 0xffff_ffff).unwrap_or(0);
+                let high = u32::try_from(ns >> 32).unwrap_or(0);
+                record(time, [REC_TIME, low, high, 0]);
+                record(exited, [REC_EXITED, 0, status.cast_unsigned(), 0]);
+                let _ = sys::c_write_all(spec.report_fd, &recs);
                 sys::c_exit(0)
             }
             Ok(_) => {}

@@ -11,6 +11,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use std::time::Duration;
 
 use super::cgroup::SlotCgroup;
 use super::child::{self, Net, Root};
@@ -38,6 +39,8 @@ pub struct Slot {
     /// The prepared root (a kept mount namespace) and the `--network` setting it
     /// was built for (its /etc differs).
     root: Option<(bool, OwnedFd)>,
+    /// CPU time init and the launcher spent in the cgroup in the last run.
+    ours: Duration,
 }
 
 impl Slot {
@@ -81,6 +84,7 @@ impl Slot {
             launcher: None,
             netns: None,
             root: None,
+            ours: Duration::ZERO,
         })
     }
 
@@ -125,6 +129,7 @@ impl Slot {
                 template,
                 netns,
                 inside,
+                ours: &mut self.ours,
             },
         );
         if launcher.is_broken() {
@@ -139,7 +144,7 @@ impl Slot {
             return Ok(());
         }
         let cgroup = self.cgroup.as_ref().ok_or_else(closed)?;
-        let launcher = Launcher::spawn()?;
+        let launcher = Launcher::spawn(cgroup.cpu_counter())?;
         match cgroup.adopt(launcher.pid()) {
             Ok(()) => {
                 self.launcher = Some(launcher);

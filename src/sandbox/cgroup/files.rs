@@ -47,7 +47,10 @@ pub(super) fn read_text<'b>(file: &File, buf: &'b mut Vec<u8>) -> io::Result<&'b
 
 /// A number file (`memory.usage_in_bytes`, `cpuacct.usage`...) through its descriptor.
 pub(super) fn read_u64(file: &File, buf: &mut Vec<u8>) -> io::Result<u64> {
-    read_text(file, buf)?.trim().parse().map_err(io::Error::other)
+    read_text(file, buf)?
+        .trim()
+        .parse()
+        .map_err(io::Error::other)
 }
 
 /// Write `value` at offset 0 of a kept-open control file (one `pwrite`).

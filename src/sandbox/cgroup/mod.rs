@@ -158,6 +158,15 @@ impl SlotCgroup {
         }
     }
 
+    /// v1: the `cpuacct.usage` descriptor, for a launcher living in the cgroup
+    /// to read around its own work.
+    pub fn cpu_counter(&self) -> Option<RawFd> {
+        match self {
+            SlotCgroup::V1(g) => Some(g.cpu_counter()),
+            SlotCgroup::V2(_) => None,
+        }
+    }
+
     /// CPU time since the baseline (cheap; called every supervision tick).
     pub fn cpu_since(&mut self, base: &Baseline) -> std::io::Result<Duration> {
         match self {

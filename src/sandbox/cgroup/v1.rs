@@ -11,8 +11,8 @@ use cgroups_rs::fs::Controllers;
 use cgroups_rs::fs::hierarchies::V1;
 
 use super::files::{
-    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in, pids_of,
-    read_string, read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
+    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
+    pids_of, read_string, read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
     write_file,
 };
 use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured};
@@ -202,6 +202,10 @@ impl Group {
         })
     }
 
+    pub(crate) fn cpu_counter(&self) -> std::os::fd::RawFd {
+        self.cpuacct_usage.as_raw_fd()
+    }
+
     pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
         &self.procs
     }
@@ -332,7 +336,10 @@ impl Group {
         // Every process of a run is born in all of the slot's hierarchies, so one
         // holding nothing else means they all do: the usual case, one read.
         let mut buf = Vec::with_capacity(64);
-        if pids_of(&self.members, &mut buf).iter().all(|p| Some(*p) == keep) {
+        if pids_of(&self.members, &mut buf)
+            .iter()
+            .all(|p| Some(*p) == keep)
+        {
             return Ok(());
         }
         let deadline = Instant::now() + Duration::from_secs(5);

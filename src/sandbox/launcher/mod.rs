@@ -49,12 +49,9 @@ use super::sys;
 /// control socket's descriptor number).
 const ENV: &std::ffi::CStr = c"JUDGE_RUNNER_LAUNCHER";
 /// How long the supervisor waits for an answer before giving the launcher up.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
-/// After a run ended by itself, how long the supervisor waits for the
-/// launcher's own `ENDED` before asking with `END`.
-const NUDGE: Duration = Duration::from_secs(1);
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Message kinds, both ways: `[kind, a: u32, b, c, d: u64]`, 32 bytes.
+/// Message kinds, both ways: `[kind, a: u32, b, c, d, e: u64]`, 40 bytes.
 pub(crate) mod msg {
     pub const HELLO: u32 = 1;
     pub const READY: u32 = 2;
@@ -62,27 +59,35 @@ pub(crate) mod msg {
     pub const FAILED: u32 = 5;
     pub const END: u32 = 6;
     pub const ENDED: u32 = 7;
-    pub const RELEASE: u32 = 8;
-    pub const LEN: usize = 32;
+    pub const LEN: usize = 40;
 
-    pub fn encode(kind: u32, a: u32, b: u64, c: u64, d: u64) -> [u8; LEN] {
+    pub type Fields = (u32, u32, u64, u64, u64, u64);
+
+    pub fn encode(kind: u32, a: u32, b: u64, c: u64, d: u64, e: u64) -> [u8; LEN] {
         let mut m = [0u8; LEN];
         m[0..4].copy_from_slice(&kind.to_le_bytes());
         m[4..8].copy_from_slice(&a.to_le_bytes());
-        m[8..16].copy_from_slice(&b.to_le_bytes());
-        m[16..24].copy_from_slice(&c.to_le_bytes());
-        m[24..32].copy_from_slice(&d.to_le_bytes());
+        for (i, v) in [b, c, d, e].into_iter().enumerate() {
+            m[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
         m
     }
 
-    /// (kind, a, b, c, d), or `None` when `m` is not a message.
-    pub fn decode(m: &[u8]) -> Option<(u32, u32, u64, u64, u64)> {
+    /// The fields, or `None` when `m` is not a message.
+    pub fn decode(m: &[u8]) -> Option<Fields> {
         let u32_at = |i: usize| Some(u32::from_le_bytes(m.get(i..i + 4)?.try_into().ok()?));
         let u64_at = |i: usize| Some(u64::from_le_bytes(m.get(i..i + 8)?.try_into().ok()?));
         if m.len() != LEN {
             return None;
         }
-        Some((u32_at(0)?, u32_at(4)?, u64_at(8)?, u64_at(16)?, u64_at(24)?))
+        Some((
+            u32_at(0)?,
+            u32_at(4)?,
+            u64_at(8)?,
+            u64_at(16)?,
+            u64_at(24)?,
+            u64_at(32)?,
+        ))
     }
 }
 
@@ -108,6 +113,10 @@ pub(crate) mod step {
 pub(crate) struct Ended {
     pub init_cpu: Duration,
     pub launcher_cpu: Duration,
+    /// v1: the CPU time the slot's cgroup counted between the launcher taking
+    /// the run and answering (both read by the launcher, so its own time around
+    /// them is `launcher_cpu` exactly); `None` when it was given no counter.
+    pub counted: Option<Duration>,
 }
 
 /// The supervisor's handle on a slot's launcher.
@@ -122,8 +131,9 @@ pub(crate) struct Launcher {
 }
 
 impl Launcher {
-    /// Start the launcher and wait until it answers.
-    pub(crate) fn spawn() -> Result<Launcher, SandboxError> {
+    /// Start the launcher and wait until it answers. `counter`: the cgroup's CPU
+    /// counter (`cpuacct.usage`) when the launcher lives in the cgroup (v1).
+    pub(crate) fn spawn(counter: Option<RawFd>) -> Result<Launcher, SandboxError> {
         entry::linked();
         let fail = |e| SandboxError::sys("start the slot's launcher", e);
         let (ctl, theirs) = sys::seqpacket_pair().map_err(fail)?;
@@ -145,8 +155,10 @@ impl Launcher {
             spec: File::from(memfd),
             broken: false,
         };
-        let hello = msg::encode(msg::HELLO, spec::VERSION, 0, 0, 0);
-        sys::send_msg(launcher.ctl_fd(), &hello, &[launcher.spec.as_raw_fd()]).map_err(fail)?;
+        let hello = msg::encode(msg::HELLO, spec::VERSION, 0, 0, 0, 0);
+        let mut fds = vec![launcher.spec.as_raw_fd()];
+        fds.extend(counter);
+        sys::send_msg(launcher.ctl_fd(), &hello, &fds).map_err(fail)?;
         match launcher.answer(ANSWER_TIMEOUT)? {
             (msg::READY, v, ..) if v == spec::VERSION => Ok(launcher),
             other => Err(launcher.unexpected("start", other)),
@@ -175,39 +187,46 @@ impl Launcher {
         let fail = |e| SandboxError::sys("hand the run to the slot's launcher", e);
         sys::pwrite_all(self.spec.as_raw_fd(), bytes, 0).map_err(fail)?;
         let len = u32::try_from(bytes.len()).map_err(|e| fail(std::io::Error::other(e)))?;
-        let run = msg::encode(msg::RUN, len, 0, 0, 0);
+        let run = msg::encode(msg::RUN, len, 0, 0, 0, 0);
         let sent = sys::send_msg(self.ctl_fd(), &run, fds);
         self.broken |= sent.is_err();
         sent.map_err(fail)
     }
 
+    /// The launcher's socket, readable when it answers (to wait on beside
+    /// the supervision ticks).
+    pub(crate) fn socket(&self) -> RawFd {
+        self.ctl_fd()
+    }
+
+    /// Ask the launcher to stop the run now (a limit, a cancellation): it kills
+    /// init, and the kernel the rest of the PID namespace.
+    pub(crate) fn stop(&mut self) -> Result<(), SandboxError> {
+        self.send_end()
+    }
+
     /// The run's answer, once its init is dead and reaped (and with it every
-    /// process of the run). `kill`: the supervisor stops the run (a limit, a
-    /// cancellation); else it ended on its own and the launcher answers by itself
-    /// (asked after a second anyway, for kernels without pidfds).
-    pub(crate) fn end(&mut self, kill: bool) -> Result<Ended, SandboxError> {
-        if kill {
-            self.send_end()?;
-        }
-        let answer = if kill {
-            self.answer(ANSWER_TIMEOUT)?
-        } else {
-            match self.read_answer(NUDGE) {
-                Ok(Some(a)) => a,
-                Ok(None) => {
-                    self.send_end()?;
-                    self.answer(ANSWER_TIMEOUT)?
-                }
-                Err(e) => {
-                    self.broken = true;
-                    return Err(e);
-                }
+    /// process of the run): `ENDED`, sent by the launcher as soon as init has
+    /// exited (or after [`Launcher::stop`]); or `FAILED`. Waits at most `within`
+    /// before asking with `END` (kernels without pidfds), then the full timeout.
+    pub(crate) fn ended(&mut self, within: Duration) -> Result<Ended, SandboxError> {
+        let answer = match self.read_answer(within) {
+            Ok(Some(a)) => a,
+            Ok(None) => {
+                self.send_end()?;
+                self.answer(ANSWER_TIMEOUT)?
+            }
+            Err(e) => {
+                self.broken = true;
+                return Err(e);
             }
         };
         match answer {
-            (msg::ENDED, _, init, launcher, _) => Ok(Ended {
+            (msg::ENDED, flags, init, launcher, before, after) => Ok(Ended {
                 init_cpu: Duration::from_nanos(init),
                 launcher_cpu: Duration::from_nanos(launcher),
+                counted: (flags & 1 != 0)
+                    .then(|| Duration::from_nanos(after.saturating_sub(before))),
             }),
             (msg::FAILED, at, errno, ..) => Err(SandboxError::Child {
                 step: format!("the slot's launcher could not {}", step::name(at)),
@@ -218,21 +237,14 @@ impl Launcher {
     }
 
     fn send_end(&mut self) -> Result<(), SandboxError> {
-        let end = msg::encode(msg::END, 0, 0, 0, 0);
+        let end = msg::encode(msg::END, 0, 0, 0, 0, 0);
         let sent = sys::send_msg(self.ctl_fd(), &end, &[]);
         self.broken |= sent.is_err();
         sent.map_err(|e| SandboxError::sys("ask the slot's launcher to end the run", e))
     }
 
-    /// The run is measured: the launcher may now drop the run's mount namespace
-    /// (its teardown then overlaps with the supervisor's own work).
-    pub(crate) fn release(&mut self) {
-        let release = msg::encode(msg::RELEASE, 0, 0, 0, 0);
-        let _ = sys::send_msg(self.ctl_fd(), &release, &[]);
-    }
-
     /// The next answer, waiting at most `within`.
-    fn answer(&mut self, within: Duration) -> Result<(u32, u32, u64, u64, u64), SandboxError> {
+    fn answer(&mut self, within: Duration) -> Result<msg::Fields, SandboxError> {
         let answer = self.read_answer(within).and_then(|got| {
             got.ok_or_else(|| SandboxError::LostChild {
                 detail: format!(
@@ -246,10 +258,7 @@ impl Launcher {
     }
 
     /// `Ok(None)`: nothing within `within`.
-    fn read_answer(
-        &mut self,
-        within: Duration,
-    ) -> Result<Option<(u32, u32, u64, u64, u64)>, SandboxError> {
+    fn read_answer(&mut self, within: Duration) -> Result<Option<msg::Fields>, SandboxError> {
         let timeout = i32::try_from(within.as_millis()).unwrap_or(i32::MAX);
         let ready = sys::poll_readable(self.ctl_fd(), timeout)
             .map_err(|e| SandboxError::sys("wait for the slot's launcher", e))?;
@@ -271,7 +280,7 @@ impl Launcher {
         }
     }
 
-    fn unexpected(&mut self, what: &str, got: (u32, u32, u64, u64, u64)) -> SandboxError {
+    fn unexpected(&mut self, what: &str, got: msg::Fields) -> SandboxError {
         self.broken = true;
         SandboxError::LostChild {
             detail: format!(

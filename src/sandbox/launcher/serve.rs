@@ -3,16 +3,17 @@
 //! For each run: read its description, take a private copy of the slot's
 //! prepared root (joining it, then `unshare(CLONE_NEWNS)`), clone init into new
 //! namespaces from inside that copy — straight into the run cgroup on v2 — and
-//! return to its own mount namespace. It keeps a descriptor of the copy, so the
-//! copy is torn down (an RCU grace period) when the supervisor has measured the
-//! run and says `RELEASE`, not while it waits for init's end. When init ends on
-//! its own (it exits right after reporting the program's status), or at `END`
-//! (the supervisor stops the run: it kills init, the kernel then kills the rest
-//! of the PID namespace and init exits only once all of it is gone), it reads
-//! init's CPU time from its scheduler clock while it is a zombie, reaps it and
-//! answers `ENDED` with init's CPU time and its own, both spent in the run's
-//! cgroup and left out of the run's figure. A run that cannot start is answered
-//! `FAILED` instead; nothing else is answered.
+//! return to its own mount namespace. No answer yet: init reports on the run's
+//! own pipe. When init ends on its own (it exits right after reporting the
+//! program's status) or at `END` (the supervisor stops the run: init is killed,
+//! the kernel then kills the rest of the PID namespace, and init exits only once
+//! all of it is gone), it reads init's CPU time from its scheduler clock while
+//! it is a zombie, reaps it, and answers `ENDED`: init's CPU time, its own, and
+//! (v1) the cgroup's CPU counter when it took the run and now, so the run's
+//! figure is the counter's difference minus exactly these two. A run that cannot
+//! start is answered `FAILED`; nothing else is answered. It keeps a descriptor
+//! of the run's mount namespace until the answer is sent, so the copy's
+//! teardown (an RCU grace period) overlaps with the supervisor's own work.
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -35,12 +36,17 @@ struct Run {
     /// Readable when init has ended (none on kernels without pidfd_open, < 5.3:
     /// then only `END` ends the run).
     pidfd: Option<OwnedFd>,
-    /// The run's mount namespace, kept until `RELEASE`.
+    /// The run's mount namespace, kept until the run is answered.
     _root: Option<OwnedFd>,
 }
 
 struct Server {
     spec: Option<OwnedFd>,
+    /// v1: the slot cgroup's `cpuacct.usage`, read when a run is taken and when
+    /// it is answered.
+    counter: Option<OwnedFd>,
+    /// Its value when the current run was taken.
+    counted_from: u64,
     home: OwnedFd,
     /// The host's /proc: after joining a prepared root (whose /proc is empty)
     /// the run's mount namespace is still reachable through it.
@@ -64,6 +70,8 @@ pub(super) fn main() -> ! {
     };
     let mut server = Server {
         spec: None,
+        counter: None,
+        counted_from: 0,
         home: home.into(),
         proc: proc.into(),
         bounding_set_empty,
@@ -110,8 +118,10 @@ impl Server {
         };
         match kind {
             msg::HELLO => {
-                self.spec = fds.into_iter().next();
-                let ready = msg::encode(msg::READY, spec::VERSION, 0, 0, 0);
+                let mut fds = fds.into_iter();
+                self.spec = fds.next();
+                self.counter = fds.next();
+                let ready = msg::encode(msg::READY, spec::VERSION, 0, 0, 0, 0);
                 sys::send_msg(CONTROL_FD, &ready, &[]).is_ok()
             }
             msg::RUN => {
@@ -122,21 +132,18 @@ impl Server {
                 }
             }
             msg::END => self.finish_run(),
-            msg::RELEASE => {
-                self.release();
-                true
-            }
             _ => false,
         }
     }
 
     fn failed(step: u32, e: &std::io::Error) -> [u8; msg::LEN] {
         let errno = e.raw_os_error().unwrap_or(libc::EIO);
-        msg::encode(msg::FAILED, step, u64::from(errno.unsigned_abs()), 0, 0)
+        msg::encode(msg::FAILED, step, u64::from(errno.unsigned_abs()), 0, 0, 0)
     }
 
     /// Clone the run's init; `Some(FAILED message)` when that could not be done.
     fn start(&mut self, len: usize, fds: &[OwnedFd]) -> Option<[u8; msg::LEN]> {
+        self.counted_from = self.count();
         self.mark = sys::thread_cpu_time();
         let mut bytes = vec![0u8; len];
         let read = match &self.spec {
@@ -161,7 +168,6 @@ impl Server {
         let (flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
         let mut spec = decoded.child_spec();
         spec.bounding_set_empty = self.bounding_set_empty;
-        spec.launcher_setup = sys::thread_cpu_time().saturating_sub(self.mark);
         let cloned = sys::clone_fork(flags, cgroup);
         if let Ok(0) = cloned {
             let code = child::init_main(&spec);
@@ -194,7 +200,9 @@ impl Server {
     }
 
     /// End the run (if it has not ended yet) and answer `ENDED`, once per run;
-    /// false when the supervisor is gone.
+    /// false when the supervisor is gone. Then drop the run's mount namespace:
+    /// its teardown (an RCU grace period) overlaps with the supervisor's work,
+    /// after the counter was read.
     fn finish_run(&mut self) -> bool {
         let Some(run) = self.run.as_mut().filter(|r| !r.ended) else {
             return true; // nothing going on, or answered already
@@ -203,8 +211,29 @@ impl Server {
         run.pidfd = None;
         let init_cpu = finish(run.init);
         let ours = sys::thread_cpu_time().saturating_sub(self.mark);
-        let ended = msg::encode(msg::ENDED, 0, nanos(init_cpu), nanos(ours), 0);
-        sys::send_msg(CONTROL_FD, &ended, &[]).is_ok()
+        let counted_to = self.count();
+        let flags = u32::from(self.counter.is_some());
+        let ended = msg::encode(
+            msg::ENDED,
+            flags,
+            nanos(init_cpu),
+            nanos(ours),
+            self.counted_from,
+            counted_to,
+        );
+        let sent = sys::send_msg(CONTROL_FD, &ended, &[]).is_ok();
+        self.run = None;
+        sent
+    }
+
+    /// The cgroup's CPU counter (ns), 0 without one.
+    fn count(&self) -> u64 {
+        let mut buf = [0u8; 32];
+        self.counter
+            .as_ref()
+            .and_then(|f| sys::pread_some(f.as_raw_fd(), &mut buf).ok())
+            .and_then(|n| std::str::from_utf8(buf.get(..n)?).ok()?.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// Forget the run: end it if it is still going, drop its mount namespace.

@@ -354,7 +354,6 @@ impl Decoded {
             cgroupns_in_init: true,
             program_stack_top,
             bounding_set_empty: false,
-            launcher_setup: std::time::Duration::ZERO,
         }
     }
 }

@@ -161,3 +161,8 @@ pub(crate) fn write_all_fd(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock init stamps the program's end with.
+pub(crate) fn monotonic_ns() -> u64 {
+    super::c_monotonic_ns()
+}

@@ -377,3 +377,13 @@ pub(crate) fn poll_either(a: RawFd, b: Option<RawFd>) -> io::Result<(bool, bool)
         }
     }
 }
+
+/// One pread(2) at offset 0 (a small counter file).
+pub(crate) fn pread_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: pointer and length of a live mutable slice.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        return last_err();
+    }
+    Ok(n.unsigned_abs())
+}

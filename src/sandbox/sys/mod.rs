@@ -409,20 +409,14 @@ mod launch;
 pub(crate) use host::*;
 pub(crate) use launch::*;
 
-/// CPU time of the calling thread in nanoseconds (0 when unreadable).
-pub(crate) fn c_thread_cpu_ns() -> u64 {
+/// CLOCK_MONOTONIC in nanoseconds (0 when unreadable); the clock `Instant` uses.
+pub(crate) fn c_monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: raw clock_gettime(2) into a live timespec; child-safe (no vDSO data).
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_clock_gettime,
-            libc::CLOCK_THREAD_CPUTIME_ID,
-            &raw mut ts,
-        )
-    };
+    // SAFETY: raw clock_gettime(2) into a live timespec; child-safe.
+    let rc = unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &raw mut ts) };
     if rc < 0 {
         return 0;
     }

@@ -18,9 +18,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::cgroup::{Baseline, CgroupLimits, SlotCgroup};
+use super::cgroup::{Baseline, CgroupLimits, Measured, SlotCgroup};
 use super::child::{
-    self, ChildSpec, Net, REC_EXITED, REC_FAILED, REC_STARTED, RECORD_LEN, Root, Step,
+    self, ChildSpec, Net, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
 };
 use super::error::SandboxError;
 use super::launcher::{Launcher, spec};
@@ -28,6 +28,8 @@ use super::plan::Plan;
 use super::prepare::{self, Prepared};
 use super::report::{Ending, Observed, Report, classify};
 use super::sys;
+
+mod launched;
 
 /// How often the supervisor looks at CPU time, wall time and cancellation.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
@@ -45,6 +47,9 @@ pub(crate) enum Launch<'a> {
         netns: Option<RawFd>,
         /// The launcher lives in the cgroup (v1) and so counts in it.
         inside: bool,
+        /// CPU time init and the launcher spent in the cgroup in the slot's last
+        /// run: the estimate the supervision ticks leave out (updated here).
+        ours: &'a mut Duration,
     },
 }
 
@@ -53,16 +58,28 @@ pub(crate) enum Launch<'a> {
 struct Watched {
     ending: Option<Ending>,
     failure: Option<(u32, u32, u32)>,
-    /// CPU time of init and (launched runs) the launcher up to the program's
-    /// start (`REC_STARTED`).
-    init_setup: Duration,
-    launcher_setup: Duration,
-    /// The report pipe reached EOF (init is gone).
-    eof: bool,
+    /// When the program ended (CLOCK_MONOTONIC ns, `REC_TIME`).
+    ended_at: Option<u64>,
     cpu_over: bool,
     wall_over: bool,
     cancelled: bool,
     wall: Duration,
+}
+
+/// When the run started, on both clocks.
+#[derive(Clone, Copy)]
+struct Start {
+    at: Instant,
+    monotonic_ns: u64,
+}
+
+impl Start {
+    fn now() -> Start {
+        Start {
+            at: Instant::now(),
+            monotonic_ns: sys::monotonic_ns(),
+        }
+    }
 }
 
 /// Run `plan` in `cgroup` (the slot's, kept between runs).
@@ -89,13 +106,14 @@ pub(crate) fn run_in(
             template,
             netns,
             inside,
+            ours,
         } => {
-            let how = Via {
+            let how = launched::Via {
                 template,
                 netns,
                 inside,
             };
-            launched_run(plan, &mut prepared, cgroup, &base, launcher, &how)
+            launched::run(plan, &mut prepared, cgroup, &base, launcher, &how, ours)
         }
     });
     let finished = prepared.box_dir.finish();
@@ -136,7 +154,6 @@ fn child_spec<'a>(
         cgroupns_in_init: false,
         program_stack_top: 0,
         bounding_set_empty: false,
-        launcher_setup: Duration::ZERO,
     }
 }
 
@@ -171,14 +188,14 @@ fn direct(
     let mut program_stack = vec![0u8; PROGRAM_STACK];
     spec.program_stack_top = stack_top(&mut program_stack);
     let mut stack = vec![0u8; CHILD_STACK];
-    let start = Instant::now();
+    let start = Start::now();
     let mut init = || child::init_main(&spec);
     let pid = sys::clone_child(&mut init, &mut stack, flags)
         .map_err(|e| SandboxError::sys("clone into new namespaces", e))?;
     drop((stack, program_stack));
     drop(report_w);
     prepared.parts.close_stdio();
-    let watched = watch(plan, &report_r, cgroup, base, start, None);
+    let watched = watch_pipe(plan, &report_r, cgroup, base, start);
     let _ = sys::kill(pid, libc::SIGKILL);
     let reaped = sys::wait_pid(pid)
         .map(drop)
@@ -186,125 +203,75 @@ fn direct(
         .and_then(|()| cgroup.kill_all_but(None));
     let watched = watched?;
     reaped?;
-    finish_report(plan, prepared, cgroup, base, watched, Duration::ZERO)
+    let measured = cgroup.measure(base)?;
+    finish_report(plan, prepared, watched, &measured, measured.cpu)
 }
 
-/// How the launcher is to start a run.
-struct Via {
-    template: RawFd,
-    netns: Option<RawFd>,
-    inside: bool,
-}
-
-fn launched_run(
-    plan: &Plan,
-    prepared: &mut Prepared,
-    cgroup: &mut SlotCgroup,
-    base: &Baseline,
-    launcher: &mut Launcher,
-    via: &Via,
-) -> Result<Report, SandboxError> {
-    let (report_r, report_w) =
-        sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
-    let net = via.netns.map_or(Net::Host, Net::Join);
-    let mut child = child_spec(plan, prepared, Root::Entered, net, report_w.as_raw_fd());
-    // The launcher's own 0-2 are not the caller's: "inherit" sends ours along.
-    for (i, s) in child.stdio.iter_mut().enumerate() {
-        s.get_or_insert(RawFd::try_from(i).unwrap_or(0));
-    }
-    let flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-    let w = spec::encode(&spec::Encode {
-        clone_flags: u64::try_from(flags).unwrap_or(0),
-        template: via.template,
-        cgroup: cgroup.dir_fd(),
-        netns: via.netns,
-        child: &child,
-        argv: &prepared.parts.argv,
-        envp: &prepared.parts.envp,
-    });
-    if w.fds.len() > spec::MAX_FDS {
-        return Err(SandboxError::invalid(format!(
-            "a run may pass at most {} descriptors (binds, stdio) to its slot; this one needs {}",
-            spec::MAX_FDS,
-            w.fds.len()
-        )));
-    }
-    let start = Instant::now();
-    launcher.start(&w.bytes, &w.fds)?;
-    drop(report_w);
-    prepared.parts.close_stdio();
-    let watched = watch(plan, &report_r, cgroup, base, start, Some(via.inside));
-    let ended_itself = watched
-        .as_ref()
-        .is_ok_and(|w| w.ending.is_some() || w.failure.is_some() || w.eof);
-    // init's end takes the whole PID namespace; the cgroup holding anything else
-    // of the run afterwards would be a bug, so it is checked (and cleared).
-    let ended = launcher.end(!ended_itself);
-    let cleared = cgroup.kill_all_but(via.inside.then(|| launcher.pid()));
-    let watched = watched?;
-    let ended = ended?;
-    cleared?;
-    let ours = ended.init_cpu
-        + if via.inside {
-            ended.launcher_cpu
-        } else {
-            Duration::ZERO
-        };
-    let report = finish_report(plan, prepared, cgroup, base, watched, ours);
-    launcher.release();
-    report
-}
-
-fn watch(
+/// Watch a run whose init reports on `report`: until its final record or EOF,
+/// or until a limit or cancellation stops it.
+fn watch_pipe(
     plan: &Plan,
     report: &OwnedFd,
     cgroup: &mut SlotCgroup,
     base: &Baseline,
-    start: Instant,
-    launched: Option<bool>,
+    start: Start,
 ) -> Result<Watched, SandboxError> {
-    let wall_limit = plan.limits.effective_wall_time();
     let mut w = Watched::default();
     let mut buf = Vec::with_capacity(RECORD_LEN * 2);
     loop {
-        let left = wall_limit.saturating_sub(start.elapsed());
-        let timeout = i32::try_from(left.min(TICK).as_millis())
-            .unwrap_or(5)
-            .max(1);
-        if sys::poll_readable(report.as_raw_fd(), timeout)
+        if sys::poll_readable(report.as_raw_fd(), tick_timeout(plan, start))
             .map_err(|e| SandboxError::sys("poll the report pipe", e))?
             && read_records(report.as_raw_fd(), &mut buf, &mut w)?
         {
-            w.wall = start.elapsed();
+            w.wall = wall(&w, start);
             return Ok(w);
         }
-        if let Some(limit) = plan.limits.cpu_time {
-            let raw = cgroup
-                .cpu_since(base)
-                .map_err(|e| SandboxError::sys("read the run's cpu time", e))?;
-            let ours = launched.map_or(Duration::ZERO, |inside| {
-                w.init_setup
-                    + if inside {
-                        w.launcher_setup
-                    } else {
-                        Duration::ZERO
-                    }
-            });
-            if raw.saturating_sub(ours) > limit {
-                w.cpu_over = true;
-            }
-        }
-        cgroup.sample();
-        if start.elapsed() >= wall_limit {
-            w.wall_over = true;
-        }
-        if plan.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
-            w.cancelled = true;
-        }
-        if w.cpu_over || w.wall_over || w.cancelled {
-            w.wall = start.elapsed();
+        if tick(plan, cgroup, base, start, Duration::ZERO, &mut w)? {
+            w.wall = start.at.elapsed();
             return Ok(w);
         }
+    }
+}
+
+/// How long to wait before the next supervision tick (≤ TICK, not past the wall
+/// limit).
+fn tick_timeout(plan: &Plan, start: Start) -> i32 {
+    let left = plan
+        .limits
+        .effective_wall_time()
+        .saturating_sub(start.at.elapsed());
+    i32::try_from(left.min(TICK).as_millis())
+        .unwrap_or(5)
+        .max(1)
+}
+
+/// One supervision tick: CPU time (less `ours`, what the slot's own processes
+/// spent in the cgroup), the wall clock, cancellation. True: stop the run.
+fn tick(
+    plan: &Plan,
+    cgroup: &mut SlotCgroup,
+    base: &Baseline,
+    start: Start,
+    ours: Duration,
+    w: &mut Watched,
+) -> Result<bool, SandboxError> {
+    if let Some(limit) = plan.limits.cpu_time {
+        let raw = cgroup
+            .cpu_since(base)
+            .map_err(|e| SandboxError::sys("read the run's cpu time", e))?;
+        w.cpu_over |= raw.saturating_sub(ours) > limit;
+    }
+    cgroup.sample();
+    w.wall_over |= start.at.elapsed() >= plan.limits.effective_wall_time();
+    w.cancelled |= plan.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+    Ok(w.cpu_over || w.wall_over || w.cancelled)
+}
+
+/// The run's wall time: up to the program's end as init stamped it, else now.
+fn wall(w: &Watched, start: Start) -> Duration {
+    match w.ended_at {
+        Some(ns) if ns >= start.monotonic_ns => Duration::from_nanos(ns - start.monotonic_ns),
+        _ => start.at.elapsed(),
     }
 }
 
@@ -314,7 +281,6 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
     let n =
         sys::read_some(fd, &mut chunk).map_err(|e| SandboxError::sys("read the report pipe", e))?;
     if n == 0 {
-        w.eof = true;
         return Ok(true);
     }
     buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
@@ -326,9 +292,8 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
         match rec.as_slice() {
-            [REC_STARTED, low, high, launcher_us] => {
-                w.init_setup = Duration::from_nanos(u64::from(*low) | (u64::from(*high) << 32));
-                w.launcher_setup = Duration::from_micros(u64::from(*launcher_us));
+            [REC_TIME, low, high, _] => {
+                w.ended_at = Some(u64::from(*low) | (u64::from(*high) << 32));
             }
             [REC_EXITED, _, status, _] => {
                 let status = status.cast_signed();
@@ -349,14 +314,14 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
     Ok(false)
 }
 
-/// `ours`: CPU time the slot's own processes (init, launcher) spent in the cgroup.
+/// `cpu`: the run's CPU time (the cgroup's, less what the slot's own processes
+/// spent in it).
 fn finish_report(
     plan: &Plan,
     prepared: &Prepared,
-    cgroup: &mut SlotCgroup,
-    base: &Baseline,
     w: Watched,
-    ours: Duration,
+    measured: &Measured,
+    cpu: Duration,
 ) -> Result<Report, SandboxError> {
     if w.cancelled {
         return Err(SandboxError::Cancelled);
@@ -364,8 +329,6 @@ fn finish_report(
     if let Some((step, errno, aux)) = w.failure {
         return Err(child_error(plan, prepared, step, errno, aux));
     }
-    let measured = cgroup.measure(base)?;
-    let cpu = measured.cpu.saturating_sub(ours);
     // No status from init: killed at a limit by us, or by the OOM killer (as the
     // sharer of a program killed between its start and its execve).
     let killed = w.cpu_over || w.wall_over || measured.oom_kills > 0;
