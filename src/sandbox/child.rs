@@ -17,6 +17,7 @@ use std::os::fd::RawFd;
 
 use seccompiler::BpfProgram;
 
+use super::cgroup::MemoryFds;
 use super::mount::{self, MountPlan};
 use super::seccomp;
 use super::sys::{self, CResult};
@@ -50,6 +51,7 @@ pub(crate) enum Step {
     Reap,
     JoinRoot,
     OomScore,
+    MemoryLimit,
 }
 
 impl Step {
@@ -81,6 +83,7 @@ impl Step {
             Reap,
             JoinRoot,
             OomScore,
+            MemoryLimit,
         ]
         .into_iter()
         .find(|s| *s as u32 == v)
@@ -113,6 +116,7 @@ impl Step {
             Step::Reap => "wait for the program",
             Step::JoinRoot => "join the slot's prepared root",
             Step::OomScore => "raise the OOM score",
+            Step::MemoryLimit => "set the run's memory limit",
         }
     }
 }
@@ -123,6 +127,9 @@ pub(crate) const REC_FAILED: u32 = 2;
 /// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
 /// before its `REC_EXITED` (the wall time is the program's, not the handoffs').
 pub(crate) const REC_TIME: u32 = 3;
+/// Memory charged to the cgroup just before the program's execve, when it set
+/// its limit over it: `[kind, bytes low, high, 0]` (its peak's baseline).
+pub(crate) const REC_BASE: u32 = 4;
 pub(crate) const RECORD_LEN: usize = 16;
 
 /// How the box reaches the network.
@@ -169,8 +176,12 @@ pub(crate) struct ChildSpec<'a> {
     pub cgroupns_in_init: bool,
     /// Top of a stack reserved for the program's start (vfork-like); 0: fork.
     pub program_stack_top: usize,
-    /// The capability bounding set is already empty (a launcher's children).
-    pub bounding_set_empty: bool,
+    /// The capability bounding set is already empty and every signal at its
+    /// default: the launcher did both once for all its children.
+    pub launcher_clean: bool,
+    /// The cgroup files to set the run's exact memory limit with, and that limit.
+    pub memory: Option<MemoryFds>,
+    pub memory_bytes: u64,
 }
 
 fn record(dst: &mut [u8], words: [u32; 4]) {
@@ -349,6 +360,13 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
         Step::OomScore,
         sys::c_write_existing(c"/proc/self/oom_score_adj", b"1000"),
     );
+    if let Some(fds) = &spec.memory {
+        set_memory_limit(spec, fds);
+    }
+    if !spec.launcher_clean {
+        // A clone of the supervisor; a launcher's children start clean.
+        sys::c_reset_signals();
+    }
     sys::c_setsid();
     for (target, fd) in spec.stdio.iter().enumerate() {
         if let Some(fd) = fd {
@@ -382,6 +400,58 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     exec_program(spec)
 }
 
+/// The run's exact memory limit: its own plus what is charged now (the slot's
+/// processes, init's and our kernel objects), which is also the peak's baseline
+/// (reset to now, reported). The limit only comes down here (the slot set it
+/// with room for the setup), so memory before memsw.
+fn set_memory_limit(spec: &ChildSpec<'_>, fds: &MemoryFds) {
+    let mut buf = [0u8; 32];
+    let usage = match sys::c_pread0(fds.usage, &mut buf) {
+        Ok(n) => parse_u64(buf.get(..n).unwrap_or_default()),
+        Err(e) => fail(spec, Step::MemoryLimit, e, 0),
+    };
+    let limit = usage.saturating_add(spec.memory_bytes);
+    let mut text = [0u8; 24];
+    let text = format_u64(limit, &mut text);
+    try_step(spec, Step::MemoryLimit, sys::c_pwrite0(fds.limit, text));
+    if let Some(swap) = fds.swap_limit {
+        try_step(spec, Step::MemoryLimit, sys::c_pwrite0(swap, text));
+    }
+    if let Some(peak) = fds.peak_reset {
+        // v2 kernels before 6.12 cannot reset memory.peak (a fresh cgroup then).
+        let _ = sys::c_pwrite0(peak, b"0");
+    }
+    let low = u32::try_from(usage & 0xffff_ffff).unwrap_or(0);
+    let high = u32::try_from(usage >> 32).unwrap_or(0);
+    report(spec.report_fd, REC_BASE, low, high, 0);
+}
+
+/// The decimal number at the start of `bytes` (0 if none).
+fn parse_u64(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0u64, |n, b| {
+            n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+        })
+}
+
+/// `n` in decimal, in `buf`.
+fn format_u64(mut n: u64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        }
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    buf.get(i..).unwrap_or_default()
+}
+
 /// A cgroup namespace rooted at the run's cgroup; absent on old kernels.
 fn cgroup_namespace(spec: &ChildSpec<'_>) {
     match sys::c_unshare(libc::CLONE_NEWCGROUP) {
@@ -397,7 +467,7 @@ fn drop_privileges(spec: &ChildSpec<'_>) {
     try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
     // Each drop allocates a new `cred`; a launcher's children start with an
     // empty bounding set and skip this.
-    if !spec.bounding_set_empty {
+    if !spec.launcher_clean {
         for cap in 0..=spec.last_cap {
             match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
                 Ok(()) | Err(libc::EINVAL) => {}

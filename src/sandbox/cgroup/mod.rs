@@ -79,6 +79,30 @@ pub fn version() -> Result<&'static str, SandboxError> {
     })
 }
 
+/// Room over the run's memory limit while the slot sets the run up (init's
+/// clone, mounts, namespaces): those are charged to the cgroup too, and a limit
+/// smaller than what they take would have the OOM killer choose between the
+/// launcher and init before any process of the program exists. The program
+/// itself sets the exact limit just before its execve ([`MemoryFds`]).
+pub(crate) const SETUP_HEADROOM: u64 = 8 << 20;
+
+/// The cgroup files the program uses just before its execve, when it is still
+/// root and its OOM score already the highest: read what is charged now (the
+/// slot's processes, init's and its own kernel objects), set the memory limit to
+/// the run's plus that, reset the peak to now, and report that usage (the
+/// baseline of its peak).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemoryFds {
+    /// v1 `memory.usage_in_bytes`, v2 `memory.current`.
+    pub usage: RawFd,
+    /// v1 `memory.limit_in_bytes`, v2 `memory.max`.
+    pub limit: RawFd,
+    /// v1 `memory.memsw.limit_in_bytes` (set after `limit`: it comes down).
+    pub swap_limit: Option<RawFd>,
+    /// v1 `memory.max_usage_in_bytes`, v2 `memory.peak` (a write resets it).
+    pub peak_reset: Option<RawFd>,
+}
+
 /// What a run's cgroup enforces. `pids` counts the program's processes and
 /// threads only; the slot adds its own (launcher, init) that live in the cgroup.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +116,11 @@ pub(crate) struct CgroupLimits {
 pub(crate) struct Baseline {
     pub cpu: Duration,
     pub oom_kills: u64,
+    /// Memory charged at the start (the peak's baseline unless the program
+    /// reported its own, just before its execve).
     pub memory: u64,
+    /// The run's own memory limit (over the baseline).
+    pub memory_limit: u64,
 }
 
 /// What the cgroup measured since the baseline (CPU of every process in it,
@@ -182,12 +210,30 @@ impl SlotCgroup {
         }
     }
 
-    /// Everything measured since the baseline, once the run's processes are gone.
-    pub fn measure(&mut self, base: &Baseline) -> Result<Measured, SandboxError> {
+    /// The files the program sets its exact memory limit with.
+    pub fn memory_fds(&self) -> Option<MemoryFds> {
         match self {
-            SlotCgroup::V1(g) => g.measure(base),
-            SlotCgroup::V2(s) => s.measure(base),
+            SlotCgroup::V1(g) => Some(g.memory_fds()),
+            SlotCgroup::V2(s) => s.memory_fds(),
         }
+    }
+
+    /// Everything measured since the baseline, once the run's processes are gone.
+    /// `program_base`: the memory charged when the program started, as it reported.
+    pub fn measure(
+        &mut self,
+        base: &Baseline,
+        program_base: Option<u64>,
+    ) -> Result<Measured, SandboxError> {
+        let memory = program_base.unwrap_or(base.memory);
+        let mut m = match self {
+            SlotCgroup::V1(g) => g.measure(base)?,
+            SlotCgroup::V2(s) => s.measure(base)?,
+        };
+        // `peak_memory` comes back as the raw peak.
+        m.limit_reached = m.peak_memory >= memory.saturating_add(base.memory_limit);
+        m.peak_memory = m.peak_memory.saturating_sub(memory);
+        Ok(m)
     }
 
     /// Kill every process in the cgroup but `keep` (the launcher) and wait until

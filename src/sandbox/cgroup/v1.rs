@@ -15,7 +15,7 @@ use super::files::{
     pids_of, read_string, read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
     write_file,
 };
-use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured};
+use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured, MemoryFds, SETUP_HEADROOM};
 use crate::sandbox::error::SandboxError;
 
 /// Where each v1 controller we use is mounted.
@@ -96,8 +96,8 @@ pub(crate) struct Group {
     memsw_limit: Option<File>,
     /// The freezer's `cgroup.procs` (who is left after a run).
     members: File,
-    /// Limits in force (0: none written yet).
-    memory_limit: u64,
+    /// The memory limit in force (`None`: unknown, a program lowered it).
+    memory_limit: Option<u64>,
     pids_limit: u32,
     /// The lowest usage (without kernel objects) seen at a run's start: what the
     /// slot's own processes hold.
@@ -194,7 +194,7 @@ impl Group {
             memory_max: open_rw(&file("memory.limit_in_bytes"))?,
             memsw_limit: open_rw(&file("memory.memsw.limit_in_bytes")).ok(),
             members: open_read(&mounts.freezer.join(rel).join("cgroup.procs"))?,
-            memory_limit: u64::MAX,
+            memory_limit: Some(u64::MAX),
             pids_limit: 0,
             floor: u64::MAX,
             buf: Vec::with_capacity(512),
@@ -233,7 +233,8 @@ impl Group {
             usage = self.read_usage()?;
             self.leftover(usage)?;
         }
-        self.set_memory(limits.memory.saturating_add(usage))?;
+        let room = limits.memory.saturating_add(SETUP_HEADROOM);
+        self.set_memory(room.saturating_add(usage))?;
         let pids = limits.pids.saturating_add(ours);
         if pids != self.pids_limit {
             rewrite(&self.pids_max, &pids.to_string())
@@ -248,6 +249,7 @@ impl Group {
                 .map_err(|e| self.err("read cpuacct.usage of", e))?,
             oom_kills: self.oom_kills()?,
             memory: usage,
+            memory_limit: limits.memory,
         })
     }
 
@@ -296,37 +298,56 @@ impl Group {
             .map_err(|e| self.err("read cpuacct.usage of", e))?;
         let peak = read_u64(&self.max_usage, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.max_usage_in_bytes of", &self.memory, e))?;
+        // The program set its own limit (lower than ours) before its execve.
+        self.memory_limit = None;
         Ok(Measured {
             cpu,
-            peak_memory: peak.saturating_sub(base.memory),
+            peak_memory: peak,
             oom_kills: self.oom_kills()?.saturating_sub(base.oom_kills),
-            limit_reached: peak >= self.memory_limit,
+            limit_reached: false,
         })
+    }
+
+    pub(crate) fn memory_fds(&self) -> MemoryFds {
+        MemoryFds {
+            usage: self.usage.as_raw_fd(),
+            limit: self.memory_max.as_raw_fd(),
+            swap_limit: self.memsw_limit.as_ref().map(AsRawFd::as_raw_fd),
+            peak_reset: Some(self.max_usage.as_raw_fd()),
+        }
     }
 
     /// memory limit, and memsw (memory+swap) at the same value so swap is no
     /// escape. The kernel insists memsw ≥ memory at every moment: going up, memsw
-    /// first; going down (the first limit comes down from "unlimited"), memory.
+    /// first; going down, memory first. After a run the limit is unknown (its
+    /// program lowered it): one order is tried, then the other.
     fn set_memory(&mut self, bytes: u64) -> Result<(), SandboxError> {
-        if bytes == self.memory_limit {
+        if self.memory_limit == Some(bytes) {
             return Ok(());
         }
         let value = bytes.to_string();
         let set = |f: &File, name: &'static str| {
             rewrite(f, &value).map_err(|e| cgroup_err(name, &self.memory, e))
         };
-        match &self.memsw_limit {
-            None => set(&self.memory_max, "set memory.limit_in_bytes of")?,
-            Some(sw) if bytes > self.memory_limit => {
-                set(sw, "set memory.memsw.limit_in_bytes of")?;
-                set(&self.memory_max, "set memory.limit_in_bytes of")?;
+        let mem = |()| set(&self.memory_max, "set memory.limit_in_bytes of");
+        match (&self.memsw_limit, self.memory_limit) {
+            (None, _) => mem(())?,
+            (Some(sw), Some(now)) if bytes > now => {
+                set(sw, "set memory.memsw.limit_in_bytes of").and_then(mem)?;
             }
-            Some(sw) => {
-                set(&self.memory_max, "set memory.limit_in_bytes of")?;
+            (Some(sw), Some(_)) => {
+                mem(())?;
                 set(sw, "set memory.memsw.limit_in_bytes of")?;
+            }
+            (Some(sw), None) => {
+                if mem(()).is_ok() {
+                    set(sw, "set memory.memsw.limit_in_bytes of")?;
+                } else {
+                    set(sw, "set memory.memsw.limit_in_bytes of").and_then(mem)?;
+                }
             }
         }
-        self.memory_limit = bytes;
+        self.memory_limit = Some(bytes);
         Ok(())
     }
 

@@ -19,7 +19,7 @@ use super::files::{
     cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
     read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock, write_file,
 };
-use super::{Baseline, CgroupLimits, LEFTOVER, Measured};
+use super::{Baseline, CgroupLimits, LEFTOVER, Measured, MemoryFds, SETUP_HEADROOM};
 use crate::sandbox::error::SandboxError;
 
 const MOUNT: &str = "/sys/fs/cgroup";
@@ -198,6 +198,7 @@ impl Slot {
         ours: u32,
     ) -> Result<Baseline, SandboxError> {
         let pids = limits.pids.saturating_add(ours);
+        let memory = limits.memory.saturating_add(SETUP_HEADROOM);
         if let Some(run) = &mut self.run
             && self.peak_resettable != Some(false)
             && run.has_peak
@@ -206,19 +207,16 @@ impl Slot {
             let reset = run.reset_peak();
             self.peak_resettable = Some(reset);
             if reset {
-                return run.rebase(limits.memory, pids);
+                return run.rebase(memory, pids, limits.memory);
             }
         }
         if let Some(old) = self.run.take() {
             old.remove()?;
         }
-        let run = self.run.insert(Group::create(
-            &self.dir.join(RUN),
-            limits.memory,
-            pids,
-            self.cpu,
-        )?);
-        run.rebase(limits.memory, pids)
+        let run = self
+            .run
+            .insert(Group::create(&self.dir.join(RUN), memory, pids, self.cpu)?);
+        run.rebase(memory, pids, limits.memory)
     }
 
     fn group(&self) -> Result<&Group, SandboxError> {
@@ -235,6 +233,15 @@ impl Slot {
 
     pub(crate) fn dir_fd(&self) -> Option<RawFd> {
         self.run.as_ref().map(|g| g.dir_fd.as_raw_fd())
+    }
+
+    pub(crate) fn memory_fds(&self) -> Option<MemoryFds> {
+        self.run.as_ref().map(|g| MemoryFds {
+            usage: g.current.as_raw_fd(),
+            limit: g.max.as_raw_fd(),
+            swap_limit: None,
+            peak_reset: g.peak.as_ref().map(AsRawFd::as_raw_fd),
+        })
     }
 
     pub(crate) fn cpu_since(&mut self, base: &Baseline) -> io::Result<Duration> {
@@ -282,6 +289,8 @@ struct Group {
     /// `memory.peak`, read and reset through this descriptor (absent: < 5.19).
     peak: Option<File>,
     events: File,
+    /// `memory.max`, lowered by each run's program before its execve.
+    max: File,
     memory_limit: u64,
     pids_limit: u32,
     sampled_peak: u64,
@@ -326,6 +335,7 @@ impl Group {
                 None
             },
             events: open_read(&dir.join("memory.events"))?,
+            max: open_rw(&dir.join("memory.max"))?,
             memory_limit: 0,
             pids_limit: 0,
             sampled_peak: 0,
@@ -343,11 +353,8 @@ impl Group {
 
     fn set_limits(&mut self, memory: u64, pids: u32) -> Result<(), SandboxError> {
         if memory != self.memory_limit {
-            write_file(
-                &self.dir.join("memory.max"),
-                &memory.to_string(),
-                "set memory.max",
-            )?;
+            rewrite(&self.max, &memory.to_string())
+                .map_err(|e| cgroup_err("set memory.max of", &self.dir, e))?;
             self.memory_limit = memory;
         }
         if pids != self.pids_limit {
@@ -374,8 +381,9 @@ impl Group {
             .is_some_and(|f| rewrite(f, "reset\n").is_ok())
     }
 
-    /// The limits for the next run (over what is charged now) and its baseline.
-    fn rebase(&mut self, memory: u64, pids: u32) -> Result<Baseline, SandboxError> {
+    /// The limits for the next run's setup (over what is charged now) and its
+    /// baseline; `own`: the run's own memory limit.
+    fn rebase(&mut self, memory: u64, pids: u32, own: u64) -> Result<Baseline, SandboxError> {
         let usage = self.current()?;
         self.set_limits(memory.saturating_add(usage), pids)?;
         self.sampled_peak = usage;
@@ -388,6 +396,7 @@ impl Group {
                 .map_err(|e| self.err("read cpu.stat of", e))?,
             oom_kills,
             memory: usage,
+            memory_limit: own,
         })
     }
 
@@ -420,11 +429,13 @@ impl Group {
         let events = read_text(&self.events, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.events of", &self.dir, e))?;
         let oom_kills = keyed(events, "oom_kill").unwrap_or(0);
+        // The program lowered the limit before its execve: ours is unknown now.
+        self.memory_limit = 0;
         Ok(Measured {
             cpu,
-            peak_memory: peak.saturating_sub(base.memory),
+            peak_memory: peak,
             oom_kills: oom_kills.saturating_sub(base.oom_kills),
-            limit_reached: peak >= self.memory_limit,
+            limit_reached: false,
         })
     }
 

@@ -13,8 +13,15 @@ extern "C" fn launcher_entry() {
     if !sys::env_is_set(ENV) || !sys::is_seqpacket(serve::CONTROL_FD) {
         return;
     }
-    serve::main()
+    // This process only stays suspended while its vfork child serves: the OOM
+    // killer never picks that child, nor charges its memory to the runs'
+    // cgroup (`sys::run_as_vfork_child`). It exits when the child does.
+    let code = sys::run_as_vfork_child(serve::main, STACK).unwrap_or(1);
+    sys::exit_now(code)
 }
+
+/// The launcher's stack (mapped lazily; init starts on a copy of it).
+const STACK: usize = 8 << 20;
 
 #[used]
 #[unsafe(link_section = ".init_array")]

@@ -128,6 +128,8 @@ pub(crate) struct Launcher {
     spec: File,
     /// It failed to answer as it should: the slot replaces it.
     broken: bool,
+    /// The launcher proper: the vfork child of `child`, which stays suspended.
+    pid: u32,
 }
 
 impl Launcher {
@@ -154,19 +156,24 @@ impl Launcher {
             ctl: Some(ctl),
             spec: File::from(memfd),
             broken: false,
+            pid: 0,
         };
         let hello = msg::encode(msg::HELLO, spec::VERSION, 0, 0, 0, 0);
         let mut fds = vec![launcher.spec.as_raw_fd()];
         fds.extend(counter);
         sys::send_msg(launcher.ctl_fd(), &hello, &fds).map_err(fail)?;
         match launcher.answer(ANSWER_TIMEOUT)? {
-            (msg::READY, v, ..) if v == spec::VERSION => Ok(launcher),
+            (msg::READY, v, pid, ..) if v == spec::VERSION => {
+                launcher.pid = u32::try_from(pid).unwrap_or(0);
+                Ok(launcher)
+            }
             other => Err(launcher.unexpected("start", other)),
         }
     }
 
+    /// The launcher's pid (the process in the slot's cgroup).
     pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
     /// Whether it stopped answering as it should (then the slot starts another).

@@ -52,21 +52,22 @@ struct Server {
     /// the run's mount namespace is still reachable through it.
     proc: OwnedFd,
     /// Our capability bounding set is empty (so every run's is).
-    bounding_set_empty: bool,
+    launcher_clean: bool,
     run: Option<Run>,
     /// Our CPU time when the current run was handed to us.
     mark: Duration,
 }
 
-/// Serve the supervisor until it closes the socket (or dies), then exit.
-pub(super) fn main() -> ! {
+/// Serve the supervisor until it closes the socket (or dies); the exit code.
+pub(super) fn main() -> i32 {
+    sys::die_with_parent();
     sys::reset_signals();
-    let bounding_set_empty = sys::drop_bounding_set();
-    // Never the OOM killer's choice where the host lets us (CAP_SYS_RESOURCE);
-    // the programs it starts raise their own score to the maximum anyway.
+    let launcher_clean = sys::drop_bounding_set();
+    // Never the OOM killer's choice anyway (a vfork child: see entry.rs); where
+    // the host lets us (CAP_SYS_RESOURCE), say so too.
     let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
     let (Ok(home), Ok(proc)) = (File::open("/proc/self/ns/mnt"), File::open("/proc")) else {
-        sys::exit_now(1)
+        return 1;
     };
     let mut server = Server {
         spec: None,
@@ -74,13 +75,13 @@ pub(super) fn main() -> ! {
         counted_from: 0,
         home: home.into(),
         proc: proc.into(),
-        bounding_set_empty,
+        launcher_clean,
         run: None,
         mark: Duration::ZERO,
     };
     server.serve();
     server.release();
-    sys::exit_now(0)
+    0
 }
 
 impl Server {
@@ -121,7 +122,8 @@ impl Server {
                 let mut fds = fds.into_iter();
                 self.spec = fds.next();
                 self.counter = fds.next();
-                let ready = msg::encode(msg::READY, spec::VERSION, 0, 0, 0, 0);
+                let pid = u64::from(std::process::id());
+                let ready = msg::encode(msg::READY, spec::VERSION, pid, 0, 0, 0);
                 sys::send_msg(CONTROL_FD, &ready, &[]).is_ok()
             }
             msg::RUN => {
@@ -167,7 +169,7 @@ impl Server {
         let root = sys::open_at(self.proc.as_raw_fd(), c"thread-self/ns/mnt").ok();
         let (flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
         let mut spec = decoded.child_spec();
-        spec.bounding_set_empty = self.bounding_set_empty;
+        spec.launcher_clean = self.launcher_clean;
         let cloned = sys::clone_fork(flags, cgroup);
         if let Ok(0) = cloned {
             let code = child::init_main(&spec);

@@ -8,6 +8,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use seccompiler::{BpfProgram, sock_filter};
 
+use crate::sandbox::cgroup::MemoryFds;
 use crate::sandbox::child::{ChildSpec, Net, Root};
 use crate::sandbox::mount::{MountPlan, Op};
 
@@ -171,6 +172,17 @@ pub(crate) fn encode(e: &Encode<'_>) -> Writer {
     w.cstrs(&c.exec_paths);
     w.cstrs(e.argv);
     w.cstrs(e.envp);
+    w.u64(c.memory_bytes);
+    match &c.memory {
+        Some(m) => {
+            w.u8(1);
+            w.fd(m.usage);
+            w.fd(m.limit);
+            w.opt_fd(m.swap_limit);
+            w.opt_fd(m.peak_reset);
+        }
+        None => w.u8(0),
+    }
     w
 }
 
@@ -291,6 +303,8 @@ pub(crate) struct Decoded {
     exec_paths: Vec<CString>,
     argv: Vec<CString>,
     envp: Vec<CString>,
+    memory_bytes: u64,
+    memory: Option<MemoryFds>,
     /// Where the program starts (vfork-like) in init's copy of this memory.
     program_stack: Vec<u8>,
 }
@@ -329,6 +343,8 @@ impl Decoded {
             exec_paths: r.cstrings()?,
             argv: r.cstrings()?,
             envp: r.cstrings()?,
+            memory_bytes: r.u64()?,
+            memory: decode_memory(r)?,
             program_stack: vec![0u8; crate::sandbox::spawn::PROGRAM_STACK],
         })
     }
@@ -353,9 +369,23 @@ impl Decoded {
             report_fd: self.report_fd,
             cgroupns_in_init: true,
             program_stack_top,
-            bounding_set_empty: false,
+            launcher_clean: false,
+            memory: self.memory,
+            memory_bytes: self.memory_bytes,
         }
     }
+}
+
+fn decode_memory(r: &mut Reader<'_>) -> Option<Option<MemoryFds>> {
+    if r.u8()? == 0 {
+        return Some(None);
+    }
+    Some(Some(MemoryFds {
+        usage: r.fd()?,
+        limit: r.fd()?,
+        swap_limit: r.opt_fd()?,
+        peak_reset: r.opt_fd()?,
+    }))
 }
 
 fn decode_filter(r: &mut Reader<'_>) -> Option<BpfProgram> {

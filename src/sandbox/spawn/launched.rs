@@ -61,7 +61,7 @@ pub(super) fn run(
             Duration::ZERO
         };
     *ours = spent;
-    let measured = cgroup.measure(base)?;
+    let measured = cgroup.measure(base, watched.memory_base)?;
     let cpu = ended.counted.unwrap_or(measured.cpu).saturating_sub(spent);
     finish_report(plan, prepared, watched, &measured, cpu)
 }
@@ -76,6 +76,7 @@ fn encode(
 ) -> Result<spec::Writer, SandboxError> {
     let net = via.netns.map_or(Net::Host, Net::Join);
     let mut child = child_spec(plan, prepared, Root::Entered, net, report_fd);
+    child.memory = cgroup.memory_fds();
     // The launcher's own 0-2 are not the caller's: "inherit" sends ours along.
     for (i, s) in child.stdio.iter_mut().enumerate() {
         s.get_or_insert(RawFd::try_from(i).unwrap_or(0));

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::cgroup::{Baseline, CgroupLimits, Measured, SlotCgroup};
 use super::child::{
-    self, ChildSpec, Net, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
+    self, ChildSpec, Net, REC_BASE, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
 };
 use super::error::SandboxError;
 use super::launcher::{Launcher, spec};
@@ -60,6 +60,8 @@ struct Watched {
     failure: Option<(u32, u32, u32)>,
     /// When the program ended (CLOCK_MONOTONIC ns, `REC_TIME`).
     ended_at: Option<u64>,
+    /// Memory charged when the program started (`REC_BASE`).
+    memory_base: Option<u64>,
     cpu_over: bool,
     wall_over: bool,
     cancelled: bool,
@@ -153,7 +155,9 @@ fn child_spec<'a>(
         report_fd,
         cgroupns_in_init: false,
         program_stack_top: 0,
-        bounding_set_empty: false,
+        launcher_clean: false,
+        memory: None,
+        memory_bytes: plan.limits.memory_bytes,
     }
 }
 
@@ -178,6 +182,7 @@ fn direct(
     let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
     spec.procs_fds = cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect();
     spec.cgroup_dir = cgroup.dir_fd();
+    spec.memory = cgroup.memory_fds();
     let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if matches!(root, Root::Fresh) {
         flags |= libc::CLONE_NEWNS;
@@ -203,7 +208,7 @@ fn direct(
         .and_then(|()| cgroup.kill_all_but(None));
     let watched = watched?;
     reaped?;
-    let measured = cgroup.measure(base)?;
+    let measured = cgroup.measure(base, watched.memory_base)?;
     finish_report(plan, prepared, watched, &measured, measured.cpu)
 }
 
@@ -294,6 +299,9 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
         match rec.as_slice() {
             [REC_TIME, low, high, _] => {
                 w.ended_at = Some(u64::from(*low) | (u64::from(*high) << 32));
+            }
+            [REC_BASE, low, high, _] => {
+                w.memory_base = Some(u64::from(*low) | (u64::from(*high) << 32));
             }
             [REC_EXITED, _, status, _] => {
                 let status = status.cast_signed();

@@ -300,20 +300,7 @@ pub(crate) fn unshare(flags: libc::c_int) -> io::Result<()> {
 /// launcher starts does not inherit the supervisor's choices (Rust programs
 /// ignore SIGPIPE; a judged program must die of it as anywhere else).
 pub(crate) fn reset_signals() {
-    for sig in 1..=64 {
-        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-            continue;
-        }
-        // SAFETY: SIG_DFL is a valid disposition for every catchable signal;
-        // numbers the kernel refuses (32, 33: glibc's own) fail harmlessly.
-        unsafe { libc::signal(sig, libc::SIG_DFL) };
-    }
-    // SAFETY: an empty set, set as the mask of this (single) thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&raw mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &raw const set, std::ptr::null_mut());
-    }
+    super::c_reset_signals();
 }
 
 /// End the launcher now, without running anything of the program it was
@@ -386,4 +373,62 @@ pub(crate) fn pread_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
         return last_err();
     }
     Ok(n.unsigned_abs())
+}
+
+/// Run `child` as a vfork child of this process that never execs: it shares
+/// our memory and we stay suspended until it exits; its exit status is
+/// returned. Why (the launcher): the OOM killer never picks a task "in vfork"
+/// (one that shares its parent's memory before an execve: `in_vfork()` in
+/// `oom_badness`), and that task's page faults are charged to the memory's
+/// owner, this process, which stays outside the run's cgroup. `stack` bytes of
+/// stack are mapped for it (lazily).
+pub(crate) fn run_as_vfork_child(child: fn() -> i32, stack: usize) -> io::Result<i32> {
+    extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: data is the fn pointer passed below, on our (shared) stack,
+        // which stays put while we are suspended.
+        let f = unsafe { *data.cast::<fn() -> i32>() };
+        f()
+    }
+    // SAFETY: a fresh private anonymous mapping of `stack` bytes; checked below.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            stack,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return last_err();
+    }
+    let top = (base as usize + stack) & !15;
+    let mut data = child;
+    // SAFETY: the child runs `trampoline` on the new stack in our memory
+    // (CLONE_VM) while we are suspended (CLONE_VFORK): nothing of ours runs
+    // meanwhile, so it may use our heap and thread state as its own.
+    let pid = unsafe {
+        libc::clone(
+            trampoline,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&raw mut data).cast(),
+        )
+    };
+    if pid < 0 {
+        return last_err();
+    }
+    let status = super::host::wait_pid(pid)?;
+    Ok(if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        1
+    })
+}
+
+/// Die with SIGKILL when our parent does (the launcher: its suspended parent).
+pub(crate) fn die_with_parent() {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
 }

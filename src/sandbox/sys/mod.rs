@@ -468,3 +468,64 @@ pub(crate) fn c_write_existing(path: &CStr, bytes: &[u8]) -> CResult {
     c_close(fd);
     written
 }
+
+/// Every signal to its default action and none blocked: a program must not
+/// inherit the supervisor's choices (Rust programs ignore SIGPIPE, a tokio
+/// thread may block signals). Handlers need no reset: execve does that; ignored
+/// and blocked signals survive it. Raw system calls: glibc's wrappers refuse the
+/// two signals it keeps for itself (32, 33), which may be ignored all the same.
+pub(crate) fn c_reset_signals() {
+    // The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
+    let action = [0u64; 4];
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: raw rt_sigaction(2) with a live zeroed struct and the kernel's
+        // sigset size; no old action is read back.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                action.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            )
+        };
+    }
+    let empty = 0u64;
+    // SAFETY: raw rt_sigprocmask(2) setting this thread's mask to an empty set.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const empty,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
+}
+
+/// pread(2) at offset 0 into `buf`; the bytes read.
+pub(crate) fn c_pread0(fd: RawFd, buf: &mut [u8]) -> CResult<usize> {
+    // SAFETY: pointer and length of a live mutable slice; child-safe system call.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(n.unsigned_abs())
+    }
+}
+
+/// pwrite(2) all of `bytes` at offset 0 (a cgroup control file: one write).
+pub(crate) fn c_pwrite0(fd: RawFd, bytes: &[u8]) -> CResult {
+    // SAFETY: pointer and length of a live slice; child-safe system call.
+    let n = unsafe { libc::pwrite(fd, bytes.as_ptr().cast(), bytes.len(), 0) };
+    if n < 0 {
+        Err(errno())
+    } else if n.unsigned_abs() == bytes.len() {
+        Ok(())
+    } else {
+        Err(libc::EIO)
+    }
+}
