@@ -3,8 +3,12 @@
 //! ...) in one run, so the machine's noise hits every variant alike; ratios are the
 //! figures that mean something (see ../shared/BENCHMARKING.md).
 //!
+//! CPU time is that of every process a run costs (the benchmark, a slot's
+//! launcher, init, the program), read from a cgroup the whole benchmark runs in.
+//!
 //! Environment: BENCH_RUNS (default 500), BENCH_LOOP_RUNS (default 20).
-//! Arguments: `--cpu-only`, `--overhead-only`.
+//! Arguments: `--cpu-only`, `--overhead-only`, `--profile-slot` (back-to-back
+//! slot runs only, for `perf record`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -283,19 +287,9 @@ fn profile_slot(parent: &str) {
     let mut slot = Slot::new(5, parent, None).unwrap();
     let plan = limited(Plan::new("/bin/true"));
     for _ in 0..runs {
-        let r = slot.run(&plan).unwrap();
-        assert_eq!(r.status, Status::Ok);
-        if std::env::var_os("SBX2_DEBUG").is_some() {
-            eprintln!("slot mem {} cpu {:.6}", r.memory_bytes, r.cpu_seconds);
-        }
+        assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
     }
     slot.close().unwrap();
-    if std::env::var_os("SBX2_DEBUG").is_some() {
-        for _ in 0..5 {
-            let r = sandbox::run(&plan.clone().box_id(9).cgroup_parent(parent)).unwrap();
-            eprintln!("once mem {} cpu {:.6}", r.memory_bytes, r.cpu_seconds);
-        }
-    }
 }
 
 fn main() {

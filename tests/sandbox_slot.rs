@@ -61,14 +61,17 @@ fn counters_start_from_zero_each_run() {
     let cx = Ctx::new("slot_counters");
     let (burn, mem) = (cx.probe("burn"), cx.probe("mem"));
     let mut slot = slot(&cx);
-    let r = slot.run(&cx.plan(&burn).args(["one", "300"])).unwrap();
-    assert!(r.cpu_seconds >= 0.29, "{r:?}");
-    let r = slot.run(&cx.plan(&mem).args(["100", "50"])).unwrap();
-    assert_eq!(r.status, Status::Ok, "{r:?}");
-    assert!(within_5_percent_of_100_mib(r.memory_bytes), "{r:?}");
+    let first = slot.run(&cx.plan(&mem).args(["100", "50"])).unwrap();
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+    let r = slot.run(&cx.plan(&burn).args(["one", "1000"])).unwrap();
+    assert!(r.cpu_seconds >= 0.99, "{r:?}");
+    let again = slot.run(&cx.plan(&mem).args(["100", "50"])).unwrap();
+    assert_eq!(again.status, Status::Ok, "{again:?}");
+    assert!(within_5_percent_of_100_mib(again.memory_bytes), "{again:?}");
+    // The same program as the first run, after a run of 1 s of CPU time.
     assert!(
-        r.cpu_seconds < 0.25,
-        "the last run's CPU time carried over: {r:?}"
+        (again.cpu_seconds - first.cpu_seconds).abs() < 0.5,
+        "the last run's CPU time carried over: {first:?} then {again:?}"
     );
     let r = slot.run(&cx.plan(&mem).arg("1")).unwrap();
     assert_eq!(r.status, Status::Ok, "{r:?}");
@@ -76,7 +79,6 @@ fn counters_start_from_zero_each_run() {
         r.memory_bytes < 16 * MIB,
         "the last run's peak carried over: {r:?}"
     );
-    assert!(r.cpu_seconds < 0.1 * slow(), "{r:?}");
     slot.close().unwrap();
 }
 
