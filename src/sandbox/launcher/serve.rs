@@ -40,14 +40,31 @@ struct Run {
     _root: Option<OwnedFd>,
 }
 
+/// What the launcher makes for the next run right after answering the last one,
+/// off the path from a run's start to its program's execve.
+#[derive(Default)]
+struct Ahead {
+    /// A private copy of the slot's prepared root, and which root it copies.
+    root: Option<((u64, u64), OwnedFd)>,
+    /// We are in a fresh IPC namespace no run has seen (init inherits it).
+    ipc: bool,
+    /// Our next child starts a fresh PID namespace (as its pid 1).
+    pid: bool,
+}
+
 struct Server {
     spec: Option<OwnedFd>,
+    /// The last run's prepared root, to copy ahead for the next one.
+    template: Option<((u64, u64), OwnedFd)>,
+    ahead: Ahead,
     /// v1: the slot cgroup's `cpuacct.usage`, read when a run is taken and when
     /// it is answered.
     counter: Option<OwnedFd>,
     /// Its value when the current run was taken.
     counted_from: u64,
     home: OwnedFd,
+    /// Our own PID namespace (where our children go unless one is made ahead).
+    home_pid: OwnedFd,
     /// The host's /proc: after joining a prepared root (whose /proc is empty)
     /// the run's mount namespace is still reachable through it.
     proc: OwnedFd,
@@ -56,6 +73,8 @@ struct Server {
     run: Option<Run>,
     /// Our CPU time when the current run was handed to us.
     mark: Duration,
+    /// Our UTS namespace is the slot's ("box"): init needs no new one.
+    uts_ready: bool,
 }
 
 /// Serve the supervisor until it closes the socket (or dies); the exit code.
@@ -66,19 +85,31 @@ pub(super) fn main() -> i32 {
     // Never the OOM killer's choice anyway (a vfork child: see entry.rs); where
     // the host lets us (CAP_SYS_RESOURCE), say so too.
     let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
-    let (Ok(home), Ok(proc)) = (File::open("/proc/self/ns/mnt"), File::open("/proc")) else {
+    let (Ok(home), Ok(home_pid), Ok(proc)) = (
+        File::open("/proc/self/ns/mnt"),
+        File::open("/proc/self/ns/pid"),
+        File::open("/proc"),
+    ) else {
         return 1;
     };
+    // One UTS namespace for all runs of the slot: its name is "box" and no run
+    // can change it (that needs CAP_SYS_ADMIN), so there is nothing to renew.
+    let uts = sys::unshare(libc::CLONE_NEWUTS).and_then(|()| sys::sethostname(c"box"));
     let mut server = Server {
         spec: None,
+        template: None,
+        ahead: Ahead::default(),
         counter: None,
         counted_from: 0,
         home: home.into(),
+        home_pid: home_pid.into(),
         proc: proc.into(),
         launcher_clean,
         run: None,
         mark: Duration::ZERO,
+        uts_ready: uts.is_ok(),
     };
+    server.prepare_ahead();
     server.serve();
     server.release();
     0
@@ -160,14 +191,27 @@ impl Server {
             let e = std::io::Error::from_raw_os_error(libc::EINVAL);
             return Some(Self::failed(step::DECODE, &e));
         };
-        let entered = sys::setns(decoded.template, libc::CLONE_NEWNS)
-            .and_then(|()| sys::unshare(libc::CLONE_NEWNS));
-        if let Err(e) = entered {
-            self.go_home();
-            return Some(Self::failed(step::ENTER_ROOT, &e));
+        let root = match self.enter_root(decoded.template) {
+            Ok(root) => root,
+            Err(e) => {
+                self.go_home();
+                return Some(Self::failed(step::ENTER_ROOT, &e));
+            }
+        };
+        let (mut flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
+        for (made, flag) in [
+            (self.ahead.pid, libc::CLONE_NEWPID),
+            (self.ahead.ipc, libc::CLONE_NEWIPC),
+            (self.uts_ready, libc::CLONE_NEWUTS),
+        ] {
+            if made {
+                flags &= !u64::from(flag.unsigned_abs());
+            }
         }
-        let root = sys::open_at(self.proc.as_raw_fd(), c"thread-self/ns/mnt").ok();
-        let (flags, cgroup) = (decoded.clone_flags, decoded.cgroup);
+        if !self.ahead.pid {
+            // CLONE_NEWPID works only while our children would be in our own.
+            let _ = sys::setns(self.home_pid.as_raw_fd(), libc::CLONE_NEWPID);
+        }
         let mut spec = decoded.child_spec();
         spec.launcher_clean = self.launcher_clean;
         let cloned = sys::clone_fork(flags, cgroup);
@@ -180,14 +224,66 @@ impl Server {
             Ok(init) => init,
             Err(e) => return Some(Self::failed(step::CLONE, &e)),
         };
+        self.ahead.pid = false;
+        self.ahead.ipc = false;
         // init is our unreaped child: its pid cannot be reused, the pidfd is sure.
         self.run = Some(Run {
             init,
             ended: false,
             pidfd: sys::pidfd_open(init).ok(),
-            _root: root,
+            _root: Some(root),
         });
         None
+    }
+
+    /// Enter a private copy of the prepared root `template`: the one made ahead
+    /// if it copies that root, else a new one. Returns its descriptor; keeps
+    /// `template` to copy ahead for the next run.
+    fn enter_root(&mut self, template: RawFd) -> std::io::Result<OwnedFd> {
+        let id = sys::ns_id(template)?;
+        if self.template.as_ref().is_none_or(|(t, _)| *t != id) {
+            self.template = Some((id, sys::dup_cloexec_at_least(template, 3)?));
+        }
+        match self.ahead.root.take() {
+            Some((made_for, copy)) if made_for == id => {
+                sys::setns(copy.as_raw_fd(), libc::CLONE_NEWNS)?;
+                Ok(copy)
+            }
+            _ => self.copy_root(template),
+        }
+    }
+
+    /// Join `template`, take a private copy of it (we stay in the copy) and
+    /// return the copy's descriptor (through the host's /proc: the copy's own
+    /// /proc is empty).
+    fn copy_root(&self, template: RawFd) -> std::io::Result<OwnedFd> {
+        sys::setns(template, libc::CLONE_NEWNS)?;
+        sys::unshare(libc::CLONE_NEWNS)?;
+        sys::open_at(self.proc.as_raw_fd(), c"thread-self/ns/mnt")
+    }
+
+    /// Make the next run's namespaces now (a fresh IPC namespace to be in, a
+    /// fresh PID namespace for our next child, a copy of the prepared root), so
+    /// that its start only joins them. What fails here is simply made at the
+    /// start instead.
+    fn prepare_ahead(&mut self) {
+        if !self.ahead.ipc {
+            self.ahead.ipc = sys::unshare(libc::CLONE_NEWIPC).is_ok();
+        }
+        if !self.ahead.pid {
+            // Only from our own PID namespace can a new one be made.
+            self.ahead.pid = sys::setns(self.home_pid.as_raw_fd(), libc::CLONE_NEWPID)
+                .and_then(|()| sys::unshare(libc::CLONE_NEWPID))
+                .is_ok();
+        }
+        if self.ahead.root.is_none()
+            && let Some((id, template)) = &self.template
+        {
+            let (id, template) = (*id, template.as_raw_fd());
+            let copy = self.copy_root(template);
+            self.go_home();
+            self.ahead.root = copy.ok().map(|c| (id, c));
+        }
     }
 
     /// Back to our own mount namespace; a launcher that cannot is of no further
@@ -225,6 +321,7 @@ impl Server {
         );
         let sent = sys::send_msg(CONTROL_FD, &ended, &[]).is_ok();
         self.run = None;
+        self.prepare_ahead();
         sent
     }
 

@@ -432,3 +432,23 @@ pub(crate) fn die_with_parent() {
     // SAFETY: PR_SET_PDEATHSIG takes a signal number.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
 }
+
+/// What identifies the namespace behind an nsfs descriptor: (device, inode).
+pub(crate) fn ns_id(fd: RawFd) -> io::Result<(u64, u64)> {
+    // SAFETY: stat is plain old data; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a descriptor we hold and a live stat buffer.
+    if unsafe { libc::fstat(fd, &raw mut st) } < 0 {
+        return last_err();
+    }
+    Ok((st.st_dev, st.st_ino))
+}
+
+pub(crate) fn sethostname(name: &CStr) -> io::Result<()> {
+    let bytes = name.to_bytes();
+    // SAFETY: pointer and length of a live byte slice.
+    if unsafe { libc::sethostname(bytes.as_ptr().cast(), bytes.len()) } < 0 {
+        return last_err();
+    }
+    Ok(())
+}
