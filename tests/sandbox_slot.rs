@@ -177,13 +177,14 @@ fn slot_cpu_time_is_the_programs_alone() {
     }
     extra.sort_by(f64::total_cmp);
     // At least the program's own time; beyond it only its exit (no launcher's or
-    // init's setup, which take several hundred microseconds).
+    // init's work, which take several hundred microseconds per run). The least
+    // of ten: noise only adds.
     assert!(
         extra[0] > -0.001,
         "less than the program measured: {extra:?}"
     );
     assert!(
-        extra[4] < 0.0003 * slow(),
+        extra[0] < 0.00025 * slow(),
         "more than the program's: {extra:?}"
     );
     slot.close().unwrap();

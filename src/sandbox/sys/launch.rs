@@ -403,6 +403,12 @@ pub(crate) fn run_as_vfork_child(child: fn() -> i32, stack: usize) -> io::Result
     if base == libc::MAP_FAILED {
         return last_err();
     }
+    // A guard page at the bottom: an overflow faults instead of writing into
+    // whatever is mapped below.
+    // SAFETY: the first page of the mapping we just made.
+    if unsafe { libc::mprotect(base, 4096, libc::PROT_NONE) } < 0 {
+        return last_err();
+    }
     let top = (base as usize + stack) & !15;
     let mut data = child;
     // SAFETY: the child runs `trampoline` on the new stack in our memory
