@@ -3,8 +3,12 @@
 //! ...) in one run, so the machine's noise hits every variant alike; ratios are the
 //! figures that mean something (see ../shared/BENCHMARKING.md).
 //!
+//! CPU time is that of every process a run costs (the benchmark, a slot's
+//! launcher, init, the program), read from a cgroup the whole benchmark runs in.
+//!
 //! Environment: BENCH_RUNS (default 500), BENCH_LOOP_RUNS (default 20).
-//! Arguments: `--cpu-only`, `--overhead-only`.
+//! Arguments: `--cpu-only`, `--overhead-only`, `--profile-slot` (back-to-back
+//! slot runs only, for `perf record`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -20,23 +24,75 @@ use std::time::{Duration, Instant};
 
 use judge_runner::sandbox::{self, Plan, Slot, Status};
 
-fn cpu_now() -> Duration {
-    let get = |who| {
-        let u = nix::sys::resource::getrusage(who).unwrap();
-        let d = |t: nix::sys::time::TimeVal| {
-            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+/// CPU time of everything a run costs: this process, the slot's launcher, init
+/// and the program. A slot's launcher is not this process's child once it has
+/// reaped init, so `getrusage` would miss it; instead the whole benchmark runs
+/// below one cgroup of its own and reads that cgroup's (hierarchical) counter.
+struct Meter {
+    /// v1: `cpuacct.usage` (ns) of the benchmark's cgroup; v2: its `cpu.stat`.
+    file: Option<std::path::PathBuf>,
+    /// v1: the leaf this process moved into (moved back out at the end).
+    leaf: Option<std::path::PathBuf>,
+}
+
+impl Meter {
+    /// Returns the meter and the cgroup parent the benchmark's slots use.
+    fn new() -> (Meter, String) {
+        let name = format!("judge-runner-bench-{}", std::process::id());
+        if sandbox::cgroup_version().unwrap() == "v2" {
+            // The sandbox moved this process into `<own>/supervisor`; its runs live
+            // in `<own>/<parent>`: `<own>` holds them all.
+            let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+            let rel = own
+                .lines()
+                .find_map(|l| l.strip_prefix("0::"))
+                .unwrap()
+                .trim();
+            let dir = Path::new("/sys/fs/cgroup")
+                .join(rel.trim_start_matches('/'))
+                .parent()
+                .unwrap()
+                .to_path_buf();
+            let file = Some(dir.join("cpu.stat"));
+            return (Meter { file, leaf: None }, name);
+        }
+        let root = Path::new("/sys/fs/cgroup/cpuacct");
+        let leaf = root.join(&name).join("self");
+        std::fs::create_dir_all(&leaf).unwrap();
+        std::fs::write(leaf.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+        let meter = Meter {
+            file: Some(root.join(&name).join("cpuacct.usage")),
+            leaf: Some(leaf),
         };
-        d(u.user_time()) + d(u.system_time())
-    };
-    get(nix::sys::resource::UsageWho::RUSAGE_SELF)
-        + get(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        (meter, format!("{name}/runs"))
+    }
+
+    fn now(&self) -> Duration {
+        let Some(file) = &self.file else {
+            return Duration::ZERO;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        match text.lines().find_map(|l| l.strip_prefix("usage_usec ")) {
+            Some(us) => Duration::from_micros(us.trim().parse().unwrap()),
+            None => Duration::from_nanos(text.trim().parse().unwrap()),
+        }
+    }
+
+    fn close(self, parent: &str) {
+        if let Some(leaf) = self.leaf {
+            let root = leaf.parent().unwrap().parent().unwrap();
+            std::fs::write(root.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+            std::fs::remove_dir(&leaf).unwrap();
+        }
+        sandbox::remove_parent(parent).unwrap();
+    }
 }
 
 /// (wall, cpu) of one call.
-fn measure(f: &mut dyn FnMut()) -> (Duration, Duration) {
-    let (c0, w0) = (cpu_now(), Instant::now());
+fn measure(meter: &Meter, f: &mut dyn FnMut()) -> (Duration, Duration) {
+    let (c0, w0) = (meter.now(), Instant::now());
     f();
-    (w0.elapsed(), cpu_now().saturating_sub(c0))
+    (w0.elapsed(), meter.now().saturating_sub(c0))
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -71,7 +127,7 @@ fn limited(plan: Plan) -> Plan {
         .cpu_time(Duration::from_secs(2))
 }
 
-fn overhead(parent: &str) {
+fn overhead(meter: &Meter, parent: &str) {
     let runs = env_num("BENCH_RUNS", 500);
     let mut slot = Slot::new(1, parent, None).unwrap();
     let plan = limited(Plan::new("/bin/true"));
@@ -101,7 +157,7 @@ fn overhead(parent: &str) {
     let mut cpus = vec![Vec::with_capacity(runs); variants.len()];
     for _ in 0..runs {
         for (i, (_, f)) in variants.iter_mut().enumerate() {
-            let (w, c) = measure(f.as_mut());
+            let (w, c) = measure(meter, f.as_mut());
             walls[i].push(w);
             cpus[i].push(c);
         }
@@ -129,24 +185,32 @@ fn overhead(parent: &str) {
     slot.close().unwrap();
 }
 
-/// Back-to-back runs through one slot, as a judge runs a test set: runs per second.
+/// Back-to-back runs through one slot, as a judge runs a test set: runs per
+/// second. Interleaved in blocks of 10 (10 sandboxed, 10 plain, ...), so both see
+/// the same load.
 fn throughput(parent: &str) {
     let runs = env_num("BENCH_RUNS", 500);
     let mut slot = Slot::new(4, parent, None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let plan = limited(Plan::new("/bin/true")).box_dir(dir.path());
-    let start = Instant::now();
-    for _ in 0..runs {
-        assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
+    let (mut sandboxed, mut plain) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..runs.div_ceil(10) {
+        let start = Instant::now();
+        for _ in 0..10 {
+            assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
+        }
+        sandboxed += start.elapsed();
+        let start = Instant::now();
+        for _ in 0..10 {
+            assert!(Command::new("/bin/true").status().unwrap().success());
+        }
+        plain += start.elapsed();
     }
-    let sandboxed = start.elapsed();
-    let start = Instant::now();
-    for _ in 0..runs {
-        assert!(Command::new("/bin/true").status().unwrap().success());
-    }
-    let plain = start.elapsed();
     slot.close().unwrap();
-    println!("\nback to back, {runs} runs of /bin/true in one slot (with a box dir):");
+    let runs = runs.div_ceil(10) * 10;
+    println!(
+        "\nback to back, {runs} runs of /bin/true in one slot (with a box dir), in blocks of 10 interleaved with plain ones:"
+    );
     println!(
         "sandbox {:.0} runs/s ({:.3} ms/run), plain fork+exec {:.0} runs/s ({:.3} ms/run), ratio {:.2}x",
         runs as f64 / sandboxed.as_secs_f64(),
@@ -157,7 +221,7 @@ fn throughput(parent: &str) {
     );
 }
 
-fn cpu_accuracy(parent: &str) {
+fn cpu_accuracy(meter: &Meter, parent: &str) {
     let runs = env_num("BENCH_LOOP_RUNS", 20);
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("loop.c");
@@ -174,7 +238,7 @@ fn cpu_accuracy(parent: &str) {
     );
     // Calibrate the iteration count to about 0.3 s of CPU.
     let iters_for = |n: u64| {
-        let (_, c) = measure(&mut || {
+        let (_, c) = measure(meter, &mut || {
             assert!(
                 Command::new(&bin)
                     .arg(n.to_string())
@@ -217,12 +281,22 @@ fn cpu_accuracy(parent: &str) {
     );
 }
 
+/// Back-to-back slot runs and nothing else, to profile (`perf record`, `strace`).
+fn profile_slot(parent: &str) {
+    let runs = env_num("BENCH_RUNS", 500);
+    let mut slot = Slot::new(5, parent, None).unwrap();
+    let plan = limited(Plan::new("/bin/true"));
+    for _ in 0..runs {
+        assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
+    }
+    slot.close().unwrap();
+}
+
 fn main() {
     if !nix::unistd::geteuid().is_root() {
         eprintln!("the sandbox benchmark needs root");
         std::process::exit(1);
     }
-    let parent = format!("judge-runner-bench-{}", std::process::id());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "load average at start: {}",
@@ -231,17 +305,20 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    if std::env::args().any(|a| a == "--cpu-only") {
-        cpu_accuracy(&parent);
-    } else if std::env::args().any(|a| a == "--overhead-only") {
+    let (meter, parent) = Meter::new();
+    let arg = |a: &str| std::env::args().any(|x| x == a);
+    if arg("--profile-slot") {
+        profile_slot(&parent);
+    } else if arg("--cpu-only") {
+        cpu_accuracy(&meter, &parent);
+    } else if arg("--overhead-only") {
         // e.g. in the cgroup-v2 VM, which has no gcc for the loop program
-        overhead(&parent);
+        overhead(&meter, &parent);
         throughput(&parent);
     } else {
-        overhead(&parent);
+        overhead(&meter, &parent);
         throughput(&parent);
-        cpu_accuracy(&parent);
+        cpu_accuracy(&meter, &parent);
     }
-    sandbox::remove_parent(&parent).unwrap();
-    let _ = Path::new("/");
+    meter.close(&parent);
 }

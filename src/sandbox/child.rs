@@ -17,6 +17,7 @@ use std::os::fd::RawFd;
 
 use seccompiler::BpfProgram;
 
+use super::cgroup::MemoryFds;
 use super::mount::{self, MountPlan};
 use super::seccomp;
 use super::sys::{self, CResult};
@@ -49,6 +50,8 @@ pub(crate) enum Step {
     Exec,
     Reap,
     JoinRoot,
+    OomScore,
+    MemoryLimit,
 }
 
 impl Step {
@@ -79,6 +82,8 @@ impl Step {
             Exec,
             Reap,
             JoinRoot,
+            OomScore,
+            MemoryLimit,
         ]
         .into_iter()
         .find(|s| *s as u32 == v)
@@ -110,6 +115,8 @@ impl Step {
             Step::Exec => "execute the program",
             Step::Reap => "wait for the program",
             Step::JoinRoot => "join the slot's prepared root",
+            Step::OomScore => "raise the OOM score",
+            Step::MemoryLimit => "set the run's memory limit",
         }
     }
 }
@@ -117,6 +124,12 @@ impl Step {
 /// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
 pub(crate) const REC_EXITED: u32 = 1;
 pub(crate) const REC_FAILED: u32 = 2;
+/// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
+/// before its `REC_EXITED` (the wall time is the program's, not the handoffs').
+pub(crate) const REC_TIME: u32 = 3;
+/// Memory charged to the cgroup just before the program's execve, when it set
+/// its limit over it: `[kind, bytes low, high, 0]` (its peak's baseline).
+pub(crate) const REC_BASE: u32 = 4;
 pub(crate) const RECORD_LEN: usize = 16;
 
 /// How the box reaches the network.
@@ -135,9 +148,9 @@ pub(crate) enum Net {
 pub(crate) enum Root {
     /// Build it all on a fresh tmpfs, then pivot_root (clone with CLONE_NEWNS).
     Fresh,
-    /// Join the slot's prepared root (a kept mount namespace), take a private copy
-    /// of it, add the per-run mounts.
-    Prepared(RawFd),
+    /// Already in a private copy of the slot's prepared root (the launcher made
+    /// it before the clone); add the per-run mounts.
+    Entered,
 }
 
 /// Everything the child needs, built by the supervisor before clone.
@@ -158,15 +171,30 @@ pub(crate) struct ChildSpec<'a> {
     pub argv: Vec<*const libc::c_char>,
     pub envp: Vec<*const libc::c_char>,
     pub report_fd: RawFd,
+    /// init was born in the run's cgroup (a slot's launcher cloned it there), so
+    /// it makes the cgroup namespace; else the program does, after joining.
+    pub cgroupns_in_init: bool,
+    /// Top of a stack reserved for the program's start (vfork-like); 0: fork.
+    pub program_stack_top: usize,
+    /// The capability bounding set is already empty and every signal at its
+    /// default: the launcher did both once for all its children.
+    pub launcher_clean: bool,
+    /// The cgroup files to set the run's exact memory limit with, and that limit.
+    pub memory: Option<MemoryFds>,
+    pub memory_bytes: u64,
+}
+
+fn record(dst: &mut [u8], words: [u32; 4]) {
+    for (i, v) in words.into_iter().enumerate() {
+        if let Some(d) = dst.get_mut(i * 4..i * 4 + 4) {
+            d.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
 }
 
 fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
     let mut rec = [0u8; RECORD_LEN];
-    for (i, v) in [kind, step, value, aux].into_iter().enumerate() {
-        if let Some(dst) = rec.get_mut(i * 4..i * 4 + 4) {
-            dst.copy_from_slice(&v.to_ne_bytes());
-        }
-    }
+    record(&mut rec, [kind, step, value, aux]);
     let _ = sys::c_write_all(fd, &rec);
 }
 
@@ -200,11 +228,10 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
             enter_mounts(spec);
             try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
         }
-        Root::Prepared(fd) => {
-            try_step(spec, Step::JoinRoot, sys::c_setns(fd, libc::CLONE_NEWNS));
-            try_step(spec, Step::JoinRoot, sys::c_unshare(libc::CLONE_NEWNS));
-            enter_mounts(spec);
-        }
+        Root::Entered => enter_mounts(spec),
+    }
+    if spec.cgroupns_in_init {
+        cgroup_namespace(spec);
     }
     match spec.net {
         Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
@@ -216,9 +243,8 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Net::Host => {}
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
-    let program = match fork_program(spec) {
-        Ok((0, joined)) => program_main(spec, joined),
-        Ok((pid, _)) => pid,
+    let program = match start_program(spec) {
+        Ok(pid) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
@@ -276,7 +302,14 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
             Ok((pid, status))
                 if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
             {
-                report(spec.report_fd, REC_EXITED, 0, status.cast_unsigned(), 0);
+                let ns = sys::c_monotonic_ns();
+                let mut recs = [0u8; 2 * RECORD_LEN];
+                let (time, exited) = recs.split_at_mut(RECORD_LEN);
+                let low = u32::try_from(ns & 0xffff_ffff).unwrap_or(0);
+                let high = u32::try_from(ns >> 32).unwrap_or(0);
+                record(time, [REC_TIME, low, high, 0]);
+                record(exited, [REC_EXITED, 0, status.cast_unsigned(), 0]);
+                let _ = sys::c_write_all(spec.report_fd, &recs);
                 sys::c_exit(0)
             }
             Ok(_) => {}
@@ -285,17 +318,27 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     }
 }
 
-/// Fork the program: straight into the run's cgroup where the kernel can (v2),
-/// else plainly (it then joins by itself). Returns (pid, already joined).
-fn fork_program(spec: &ChildSpec<'_>) -> CResult<(libc::pid_t, bool)> {
+/// Start the program: on v2 one-shot runs forked straight into the run's cgroup
+/// where the kernel can, else vfork-like on the stack the spec reserved (it
+/// shares init's memory until its execve, and init waits: no copy of the
+/// address space), else a plain fork. Returns its pid; the child never returns.
+fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
     if let Some(dir) = spec.cgroup_dir {
         match sys::c_fork_into_cgroup(dir) {
-            Ok(pid) => return Ok((pid, true)),
+            Ok(0) => program_main(spec, true),
+            Ok(pid) => return Ok(pid),
             Err(libc::ENOSYS | libc::EINVAL | libc::E2BIG) => {} // kernel < 5.7
             Err(e) => return Err(e),
         }
     }
-    sys::c_fork().map(|pid| (pid, false))
+    if spec.program_stack_top != 0 {
+        let mut program = || program_main(spec, false);
+        return sys::c_vfork_on(&mut program, spec.program_stack_top);
+    }
+    match sys::c_fork()? {
+        0 => program_main(spec, false),
+        pid => Ok(pid),
+    }
 }
 
 /// The program's process: join the cgroup, become the box user, exec.
@@ -305,10 +348,24 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
             try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
         }
     }
-    // A cgroup namespace rooted at the run's cgroup; absent on old kernels.
-    match sys::c_unshare(libc::CLONE_NEWCGROUP) {
-        Err(libc::EINVAL) | Ok(()) => {}
-        Err(e) => fail(spec, Step::JoinCgroup, e, 0),
+    if !spec.cgroupns_in_init {
+        cgroup_namespace(spec);
+    }
+    // The OOM killer picks the run's processes before the slot's launcher and
+    // init (which could lower their own score only with CAP_SYS_RESOURCE);
+    // raising one's own score needs no privilege, but must happen while still
+    // root (/proc/self is no longer ours once the uid changes).
+    try_step(
+        spec,
+        Step::OomScore,
+        sys::c_write_existing(c"/proc/self/oom_score_adj", b"1000"),
+    );
+    if let Some(fds) = &spec.memory {
+        set_memory_limit(spec, fds);
+    }
+    if !spec.launcher_clean {
+        // A clone of the supervisor; a launcher's children start clean.
+        sys::c_reset_signals();
     }
     sys::c_setsid();
     for (target, fd) in spec.stdio.iter().enumerate() {
@@ -343,15 +400,79 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     exec_program(spec)
 }
 
+/// The run's exact memory limit: its own plus what is charged now (the slot's
+/// processes, init's and our kernel objects), which is also the peak's baseline
+/// (reset to now, reported). The limit only comes down here (the slot set it
+/// with room for the setup), so memory before memsw.
+fn set_memory_limit(spec: &ChildSpec<'_>, fds: &MemoryFds) {
+    let mut buf = [0u8; 32];
+    let usage = match sys::c_pread0(fds.usage, &mut buf) {
+        Ok(n) => parse_u64(buf.get(..n).unwrap_or_default()),
+        Err(e) => fail(spec, Step::MemoryLimit, e, 0),
+    };
+    let limit = usage.saturating_add(spec.memory_bytes);
+    let mut text = [0u8; 24];
+    let text = format_u64(limit, &mut text);
+    try_step(spec, Step::MemoryLimit, sys::c_pwrite0(fds.limit, text));
+    if let Some(swap) = fds.swap_limit {
+        try_step(spec, Step::MemoryLimit, sys::c_pwrite0(swap, text));
+    }
+    if let Some(peak) = fds.peak_reset {
+        // v2 kernels before 6.12 cannot reset memory.peak (a fresh cgroup then).
+        let _ = sys::c_pwrite0(peak, b"0");
+    }
+    let low = u32::try_from(usage & 0xffff_ffff).unwrap_or(0);
+    let high = u32::try_from(usage >> 32).unwrap_or(0);
+    report(spec.report_fd, REC_BASE, low, high, 0);
+}
+
+/// The decimal number at the start of `bytes` (0 if none).
+fn parse_u64(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0u64, |n, b| {
+            n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+        })
+}
+
+/// `n` in decimal, in `buf`.
+fn format_u64(mut n: u64, buf: &mut [u8; 24]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        }
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    buf.get(i..).unwrap_or_default()
+}
+
+/// A cgroup namespace rooted at the run's cgroup; absent on old kernels.
+fn cgroup_namespace(spec: &ChildSpec<'_>) {
+    match sys::c_unshare(libc::CLONE_NEWCGROUP) {
+        Err(libc::EINVAL) | Ok(()) => {}
+        Err(e) => fail(spec, Step::JoinCgroup, e, 0),
+    }
+}
+
 /// Box uid/gid, no supplementary groups, every capability set emptied. The
 /// bounding set must go while we still hold CAP_SETPCAP, i.e. before setresuid.
 fn drop_privileges(spec: &ChildSpec<'_>) {
     try_step(spec, Step::Groups, sys::c_setgroups_empty());
     try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
-    for cap in 0..=spec.last_cap {
-        match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
-            Ok(()) | Err(libc::EINVAL) => {}
-            Err(e) => fail(spec, Step::BoundingSet, e, cap),
+    // Each drop allocates a new `cred`; a launcher's children start with an
+    // empty bounding set and skip this.
+    if !spec.launcher_clean {
+        for cap in 0..=spec.last_cap {
+            match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
+                Ok(()) | Err(libc::EINVAL) => {}
+                Err(e) => fail(spec, Step::BoundingSet, e, cap),
+            }
         }
     }
     try_step(spec, Step::Ambient, ambient_clear());

@@ -9,6 +9,7 @@
 mod cgroup;
 mod child;
 mod error;
+mod launcher;
 mod mount;
 mod plan;
 mod prepare;
@@ -32,8 +33,7 @@ pub use slot::Slot;
 /// itself failed (or the run was cancelled). Safe to call from several threads at
 /// once with distinct box ids. Creates the box's cgroup and removes it afterwards.
 pub fn run(plan: &Plan) -> Result<Report, SandboxError> {
-    let mut slot = Slot::new(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
-    slot.fresh_network(!plan.network);
+    let mut slot = Slot::one_shot(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
     let result = slot.run(plan);
     let closed = slot.close();
     match (result, closed) {

@@ -497,6 +497,22 @@ impl MountPlan {
         &self.root
     }
 
+    /// The operations, in order (to send them to a slot's launcher).
+    pub(crate) fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// A plan rebuilt from operations received by a slot's launcher (descriptors
+    /// in `Op::Attach` belong to the caller; names are the supervisor's business).
+    pub(crate) fn from_ops(root: CString, ops: Vec<Op>) -> Self {
+        MountPlan {
+            root,
+            ops,
+            names: Vec::new(),
+            trees: Vec::new(),
+        }
+    }
+
     /// Child side: perform every op; on failure, the index of the failing op.
     pub(crate) fn enter(&self) -> Result<(), (usize, i32)> {
         for (i, op) in self.ops.iter().enumerate() {

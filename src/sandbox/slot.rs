@@ -1,57 +1,91 @@
-//! `Slot`: one box id used for many runs, paying per-slot setup once. A slot keeps
-//! a loopback-only network namespace open and has each run join it with `setns`
-//! instead of creating a fresh one (the single most expensive namespace: about
-//! 0.6-0.8 ms CPU per creation on this kernel).
+//! `Slot`: one box id used for many runs, paying per-slot setup once: its cgroup
+//! (kept, each run measured from a baseline: `cgroup/`), a launcher that lives
+//! in that cgroup and clones each run's init there (`launcher/`), a
+//! loopback-only network namespace each run joins (creating one costs about
+//! 0.6-0.8 ms CPU), and a prepared root each run takes a private copy of.
+//!
+//! `sandbox::run` uses a one-shot slot instead: no launcher (starting one would
+//! cost as much as it saves once), a fresh root and network namespace, and a
+//! cgroup of its own name (`box-<id>-once`), so a one-shot run may use the box
+//! id of a slot that lives meanwhile, as it always could.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::time::Duration;
 
-use super::cgroup::{self, CgroupLimits, RunCgroup};
+use super::cgroup::SlotCgroup;
 use super::child::{self, Net, Root};
 use super::error::SandboxError;
+use super::launcher::Launcher;
 use super::mount::{MountPlan, RootSpec};
 use super::plan::Plan;
-use super::spawn;
+use super::report::Report;
+use super::spawn::{self, Launch};
 use super::sys;
-use std::path::Path;
 
 /// A reusable sandbox slot: `Slot::new(box_id, cgroup_parent, cpu)`, then
-/// `slot.run(&plan)` as often as needed (one run at a time), then `close()`.
-/// The slot's box id, cgroup parent and CPU replace the plan's.
+/// `slot.run(&plan)` as often as needed (one run at a time), then `close()`
+/// (dropping it cleans up too, ignoring errors). The slot's box id, cgroup
+/// parent and CPU replace the plan's.
 #[derive(Debug)]
 pub struct Slot {
     box_id: u32,
     parent: String,
     cpu: Option<u32>,
+    one_shot: bool,
+    cgroup: Option<SlotCgroup>,
+    launcher: Option<Launcher>,
     netns: Option<OwnedFd>,
     /// The prepared root (a kept mount namespace) and the `--network` setting it
     /// was built for (its /etc differs).
     root: Option<(bool, OwnedFd)>,
-    /// One-shot use (`sandbox::run`): a fresh network namespace per run is
-    /// cheaper than preparing one to keep.
-    fresh_network: bool,
+    /// CPU time init and the launcher spent in the cgroup in the last run.
+    ours: Duration,
 }
 
 impl Slot {
-    /// A slot for box `box_id` whose runs' cgroups live under `cgroup_parent`,
-    /// optionally pinned to CPU `cpu`. Needs root.
+    /// A slot for box `box_id` whose cgroup lives under `cgroup_parent`,
+    /// optionally pinned to CPU `cpu`. Needs root. Fails with `CgroupSetup` when
+    /// another live slot has this box id.
     pub fn new(box_id: u32, cgroup_parent: &str, cpu: Option<u32>) -> Result<Slot, SandboxError> {
+        Self::with_cgroup(box_id, cgroup_parent, cpu, false)
+    }
+
+    /// The slot `sandbox::run` uses for its one run.
+    pub(crate) fn one_shot(
+        box_id: u32,
+        cgroup_parent: &str,
+        cpu: Option<u32>,
+    ) -> Result<Slot, SandboxError> {
+        Self::with_cgroup(box_id, cgroup_parent, cpu, true)
+    }
+
+    fn with_cgroup(
+        box_id: u32,
+        parent: &str,
+        cpu: Option<u32>,
+        one_shot: bool,
+    ) -> Result<Slot, SandboxError> {
         let euid = sys::geteuid();
         if euid != 0 {
             return Err(SandboxError::NotRoot { euid });
         }
-        cgroup::hierarchy()?;
+        let name = if one_shot {
+            format!("box-{box_id}-once")
+        } else {
+            format!("box-{box_id}")
+        };
         Ok(Slot {
             box_id,
-            parent: cgroup_parent.to_string(),
+            parent: parent.to_string(),
             cpu,
+            one_shot,
+            cgroup: Some(SlotCgroup::create(parent, &name, cpu)?),
+            launcher: None,
             netns: None,
             root: None,
-            fresh_network: false,
+            ours: Duration::ZERO,
         })
-    }
-
-    pub(crate) fn fresh_network(&mut self, fresh: bool) {
-        self.fresh_network = fresh;
     }
 
     pub fn box_id(&self) -> u32 {
@@ -64,50 +98,89 @@ impl Slot {
         plan.box_id = self.box_id;
         plan.cpu = self.cpu;
         plan.cgroup_parent.clone_from(&self.parent);
-        let net = self.network_for(&plan)?;
-        let limits = CgroupLimits {
-            memory: plan.limits.memory_bytes,
-            pids: plan.limits.processes,
-            cpu: self.cpu,
+        if self.one_shot {
+            let net = if plan.network { Net::Host } else { Net::Fresh };
+            let cgroup = self.cgroup.as_mut().ok_or_else(closed)?;
+            return spawn::run_in(
+                &plan,
+                cgroup,
+                Launch::Direct {
+                    net,
+                    root: Root::Fresh,
+                },
+            );
+        }
+        let netns = if plan.network {
+            None
+        } else {
+            Some(self.netns_fd()?)
         };
-        let mut cg = RunCgroup::create(&self.parent, &format!("box-{}", self.box_id), &limits)?;
-        let result = self
-            .root_for(&plan)
-            .and_then(|root| spawn::run_in(&plan, &mut cg, net, root));
-        let removed = cg.remove();
-        match (result, removed) {
-            (Ok(r), Ok(())) => Ok(r),
-            (Err(e), Ok(())) => Err(e),
-            (Ok(_), Err(c)) => Err(c),
-            (Err(run), Err(c)) => Err(SandboxError::WithCleanup {
-                run: Box::new(run),
-                cleanup: Box::new(c),
-            }),
+        let template = self.root_for(&plan)?;
+        self.ensure_launcher()?;
+        let (Some(cgroup), Some(launcher)) = (self.cgroup.as_mut(), self.launcher.as_mut()) else {
+            return Err(closed());
+        };
+        let inside = matches!(cgroup, SlotCgroup::V1(_));
+        let result = spawn::run_in(
+            &plan,
+            cgroup,
+            Launch::Launched {
+                launcher,
+                template,
+                netns,
+                inside,
+                ours: &mut self.ours,
+            },
+        );
+        if launcher.is_broken() {
+            self.drop_launcher();
+        }
+        result
+    }
+
+    /// Start the launcher if there is none, and (v1) move it into the cgroup.
+    fn ensure_launcher(&mut self) -> Result<(), SandboxError> {
+        if self.launcher.is_some() {
+            return Ok(());
+        }
+        let cgroup = self.cgroup.as_ref().ok_or_else(closed)?;
+        let launcher = Launcher::spawn(cgroup.cpu_counter())?;
+        match cgroup.adopt(launcher.pid()) {
+            Ok(()) => {
+                self.launcher = Some(launcher);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = launcher.shutdown();
+                let _ = cgroup.kill_all_but(None);
+                Err(e)
+            }
         }
     }
 
-    fn network_for(&mut self, plan: &Plan) -> Result<Net, SandboxError> {
-        if plan.network {
-            return Ok(Net::Host);
+    /// A launcher that stopped answering as it should: stop it, and clear
+    /// whatever of a run may be left in the cgroup.
+    fn drop_launcher(&mut self) {
+        if let Some(l) = self.launcher.take() {
+            let _ = l.shutdown();
         }
-        if self.fresh_network {
-            return Ok(Net::Fresh);
+        if let Some(cg) = &self.cgroup {
+            let _ = cg.kill_all_but(None);
         }
+    }
+
+    fn netns_fd(&mut self) -> Result<RawFd, SandboxError> {
         if self.netns.is_none() {
             self.netns = Some(loopback_namespace()?);
         }
-        Ok(self
-            .netns
+        self.netns
             .as_ref()
-            .map_or(Net::Fresh, |fd| Net::Join(fd.as_raw_fd())))
+            .map(AsRawFd::as_raw_fd)
+            .ok_or_else(closed)
     }
 
-    /// One-shot runs build their root fresh; a slot prepares it once (per
-    /// `--network` setting) and each run joins a private copy of it.
-    fn root_for(&mut self, plan: &Plan) -> Result<Root, SandboxError> {
-        if self.fresh_network {
-            return Ok(Root::Fresh);
-        }
+    /// The slot's prepared root for the plan's `--network` setting, built once.
+    fn root_for(&mut self, plan: &Plan) -> Result<RawFd, SandboxError> {
         if self
             .root
             .as_ref()
@@ -116,21 +189,42 @@ impl Slot {
             self.root = None;
             self.root = Some((plan.network, prepare_root(plan)?));
         }
-        Ok(self
-            .root
+        self.root
             .as_ref()
-            .map_or(Root::Fresh, |(_, fd)| Root::Prepared(fd.as_raw_fd())))
+            .map(|(_, fd)| fd.as_raw_fd())
+            .ok_or_else(closed)
     }
 
-    /// Release what the slot keeps (its network and mount namespaces).
-    pub fn close(self) -> Result<(), SandboxError> {
-        drop(self.netns);
-        drop(self.root);
-        Ok(())
+    /// Stop the launcher, remove the cgroup, release the namespaces.
+    pub fn close(mut self) -> Result<(), SandboxError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), SandboxError> {
+        let stopped = self.launcher.take().map_or(Ok(()), Launcher::shutdown);
+        let removed = self.cgroup.take().map_or(Ok(()), SlotCgroup::remove);
+        self.netns = None;
+        self.root = None;
+        match (stopped, removed) {
+            (Ok(()), r) => r,
+            (Err(e), Ok(())) => Err(e),
+            (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
+                run: Box::new(run),
+                cleanup: Box::new(cleanup),
+            }),
+        }
     }
 }
 
-use super::report::Report;
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+fn closed() -> SandboxError {
+    SandboxError::invalid("the slot is closed")
+}
 
 /// Build a slot's root once in a short-lived process with its own mount
 /// namespace, and keep that namespace (not the process) through a descriptor.

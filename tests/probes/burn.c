@@ -1,7 +1,11 @@
-// burn MODE MS: burn CPU for MS ms of this thread's CPU time in two threads
-// ("threads") or in a parent and a forked child ("child"); "one" = one thread.
+// burn MODE MS [report]: burn CPU for MS ms of this thread's CPU time in two
+// threads ("threads") or in a parent and a forked child ("child"); "one" = one
+// thread. With "report", print this process's own CPU time (user+system, all
+// threads and waited-for children, from getrusage) in microseconds at the end.
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,6 +40,17 @@ int main(int argc, char **argv) {
         waitpid(p, NULL, 0);
     } else {
         burn(NULL);
+    }
+    if (argc > 3 && !strcmp(argv[3], "report")) {
+        long long us = 0;
+        int who[] = {RUSAGE_SELF, RUSAGE_CHILDREN};
+        for (int i = 0; i < 2; i++) {
+            struct rusage ru;
+            getrusage(who[i], &ru);
+            us += ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec;
+            us += ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
+        }
+        printf("self_us %lld\n", us);
     }
     return 0;
 }

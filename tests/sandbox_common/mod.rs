@@ -152,3 +152,28 @@ pub fn all_probe_names() -> Vec<String> {
     names.sort();
     names
 }
+
+/// The slot's launcher on cgroup v1: the one process its cgroup holds between
+/// runs (on v2 the launcher lives outside the run cgroup: `None`).
+pub fn launcher_pid(cx: &Ctx) -> Option<u32> {
+    let procs = Path::new("/sys/fs/cgroup/pids")
+        .join(&cx.parent)
+        .join(format!("box-{}", cx.box_id))
+        .join("cgroup.procs");
+    let text = std::fs::read_to_string(procs).ok()?;
+    let pids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    match pids.as_slice() {
+        [pid] => Some(*pid),
+        _ => None,
+    }
+}
+
+/// Run `plan` in `slot` with stdout captured; (report, stdout).
+pub fn capture_in(slot: &mut Slot, plan: Plan) -> (Report, String) {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let plan = plan.stdout(judge_runner::sandbox::Stdio::File(out.path().to_path_buf()));
+    let r = slot
+        .run(&plan)
+        .unwrap_or_else(|e| panic!("sandbox failed: {e}"));
+    (r, std::fs::read_to_string(out.path()).unwrap())
+}

@@ -1,25 +1,50 @@
-//! The run's cgroup: v1 (memory, cpuacct, pids, freezer, cpuset hierarchies) or v2
+//! A slot's cgroup: v1 (memory, cpuacct, pids, freezer, cpuset hierarchies) or v2
 //! (one unified tree), detected once per process, behind one small type with only
-//! the operations a run needs: create, limit, usage, kill all, remove.
+//! the operations a slot needs: create, begin a run (limits, a baseline of every
+//! counter), measure since the baseline, kill everything, remove.
 //!
-//! Every cgroup is `<parent>/box-<id>` below a parent the runner owns, so cleanup
-//! knows what it owns; a run always removes its own, even on errors.
-//! Runs in the supervisor only; the child joins by writing `0` to the
-//! `cgroup.procs` descriptors opened here.
+//! # Kept for the slot's life, measured as differences
+//! Making and removing a cgroup per run costs CPU (a memory cgroup allocates
+//! per-CPU statistics: ~0.1-0.2 ms for the v1 hierarchies together), and on v1
+//! the run's processes could only enter it by migration, which waits for an RCU
+//! grace period (5-18 ms on a loaded host). So a slot keeps its cgroup, and each
+//! run starts from a [`Baseline`]: CPU time, OOM kills and memory usage are read
+//! as differences from it; the memory watermark is reset to the current usage
+//! (v1 `memory.max_usage_in_bytes`, v2 `memory.peak` through its own descriptor,
+//! Linux ≥ 6.12); on v2 kernels whose peak cannot be reset, the run cgroup is
+//! made anew per run instead (cheap there: nothing has to migrate into it).
+//!
+//! Memory a run leaves charged to the cgroup (page cache of its output, kernel
+//! objects still waiting for RCU) would shift the next run's baseline and, once
+//! reclaimed under pressure, let that run use more than its limit. So a run
+//! starts only when the usage is within [`LEFTOVER`] of the slot's own floor;
+//! above it the slot first reclaims (v1 `memory.force_empty`) or, on v2, starts
+//! from a fresh run cgroup.
+//!
+//! Every cgroup lives under `<parent>` (the runner's); a slot's is
+//! `<parent>/box-<id>` and holds a `flock` on its directory for its whole life,
+//! so a second slot of the same box id fails with `CgroupSetup` and never
+//! disturbs the first.
 
+mod files;
 mod v1;
 mod v2;
 
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::os::fd::{OwnedFd, RawFd};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use cgroups_rs::fs::hierarchies;
 
 use super::error::SandboxError;
+
+/// Memory a finished run may leave behind before the next run first reclaims it;
+/// above the kernel's charge batching (256 KiB per CPU), far below what a
+/// program's peak is judged on.
+pub(crate) const LEFTOVER: u64 = 1 << 20;
+/// Kernel objects a finished run may leave charged (most wait for an RCU grace
+/// period, a few hundred KiB per run) before the next run first reclaims them.
+pub(crate) const KMEM_LEFTOVER: u64 = 16 << 20;
 
 /// Which cgroup hierarchy this host has.
 #[derive(Debug)]
@@ -54,94 +79,178 @@ pub fn version() -> Result<&'static str, SandboxError> {
     })
 }
 
-/// What a run's cgroup enforces.
+/// Room over the run's memory limit while the slot sets the run up (init's
+/// clone, mounts, namespaces): those are charged to the cgroup too, and a limit
+/// smaller than what they take would have the OOM killer choose between the
+/// launcher and init before any process of the program exists. The program
+/// itself sets the exact limit just before its execve ([`MemoryFds`]).
+pub(crate) const SETUP_HEADROOM: u64 = 8 << 20;
+
+/// The cgroup files the program uses just before its execve, when it is still
+/// root and its OOM score already the highest: read what is charged now (the
+/// slot's processes, init's and its own kernel objects), set the memory limit to
+/// the run's plus that, reset the peak to now, and report that usage (the
+/// baseline of its peak).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemoryFds {
+    /// v1 `memory.usage_in_bytes`, v2 `memory.current`.
+    pub usage: RawFd,
+    /// v1 `memory.limit_in_bytes`, v2 `memory.max`.
+    pub limit: RawFd,
+    /// v1 `memory.memsw.limit_in_bytes` (set after `limit`: it comes down).
+    pub swap_limit: Option<RawFd>,
+    /// v1 `memory.max_usage_in_bytes`, v2 `memory.peak` (a write resets it).
+    pub peak_reset: Option<RawFd>,
+}
+
+/// What a run's cgroup enforces. `pids` counts the program's processes and
+/// threads only; the slot adds its own (launcher, init) that live in the cgroup.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CgroupLimits {
     pub memory: u64,
     pub pids: u32,
-    pub cpu: Option<u32>,
 }
 
-/// What the cgroup measured.
+/// The counters at the start of a run.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Usage {
+pub(crate) struct Baseline {
+    pub cpu: Duration,
+    pub oom_kills: u64,
+    /// Memory charged at the start (the peak's baseline unless the program
+    /// reported its own, just before its execve).
+    pub memory: u64,
+    /// The run's own memory limit (over the baseline).
+    pub memory_limit: u64,
+}
+
+/// What the cgroup measured since the baseline (CPU of every process in it,
+/// including the slot's own, which the caller subtracts).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Measured {
     pub cpu: Duration,
     pub peak_memory: u64,
     pub oom_kills: u64,
+    /// The usage reached the limit in force (the run's own limit, over the baseline).
+    pub limit_reached: bool,
 }
 
-/// One run's cgroup.
+/// A slot's cgroup.
 #[derive(Debug)]
-pub(crate) enum RunCgroup {
+pub(crate) enum SlotCgroup {
     V1(v1::Group),
-    V2(v2::Group),
+    V2(v2::Slot),
 }
 
-impl RunCgroup {
-    /// Create `<parent>/<name>` with `limits`. A leftover of the same name without
-    /// processes (a crashed earlier run) is removed first.
-    pub fn create(parent: &str, name: &str, limits: &CgroupLimits) -> Result<Self, SandboxError> {
+impl SlotCgroup {
+    /// Create `<parent>/<name>`, pinned to `cpu` if given. A leftover of the same
+    /// name (a crashed process's) is taken over; one held by a live slot is refused.
+    pub fn create(parent: &str, name: &str, cpu: Option<u32>) -> Result<Self, SandboxError> {
         validate_name(parent)?;
         Ok(match hierarchy()? {
-            Hierarchy::V1(mounts) => {
-                RunCgroup::V1(v1::Group::create(mounts, parent, name, limits)?)
-            }
-            Hierarchy::V2(base) => RunCgroup::V2(v2::Group::create(base, parent, name, limits)?),
+            Hierarchy::V1(mounts) => SlotCgroup::V1(v1::Group::create(mounts, parent, name, cpu)?),
+            Hierarchy::V2(base) => SlotCgroup::V2(v2::Slot::create(base, parent, name, cpu)?),
         })
     }
 
-    /// Descriptors of every `cgroup.procs` to join (opened write-only, close-on-exec).
+    /// Set the run's limits (`ours`: the slot's own processes that will be in the
+    /// cgroup during the run) and take the baseline every figure is measured from.
+    pub fn begin(&mut self, limits: &CgroupLimits, ours: u32) -> Result<Baseline, SandboxError> {
+        match self {
+            SlotCgroup::V1(g) => g.begin(limits, ours),
+            SlotCgroup::V2(s) => s.begin(limits, ours),
+        }
+    }
+
+    /// Move `pid` (the slot's launcher) into the cgroup, once (v1 only: on v2 the
+    /// launcher stays outside and clones each run's init straight into it).
+    pub fn adopt(&self, pid: u32) -> Result<(), SandboxError> {
+        match self {
+            SlotCgroup::V1(g) => g.adopt(pid),
+            SlotCgroup::V2(_) => Ok(()),
+        }
+    }
+
+    /// Descriptors of every `cgroup.procs`, for a process to join by writing `0`.
     pub fn procs_fds(&self) -> &[OwnedFd] {
         match self {
-            RunCgroup::V1(g) => g.procs_fds(),
-            RunCgroup::V2(g) => g.procs_fds(),
+            SlotCgroup::V1(g) => g.procs_fds(),
+            SlotCgroup::V2(s) => s.procs_fds(),
         }
     }
 
-    /// v2: a descriptor of the run's cgroup directory (for CLONE_INTO_CGROUP).
-    pub fn dir_fd(&self) -> Option<std::os::fd::RawFd> {
+    /// v2: the run cgroup's directory, for `clone3(CLONE_INTO_CGROUP)`.
+    pub fn dir_fd(&self) -> Option<RawFd> {
         match self {
-            RunCgroup::V1(_) => None,
-            RunCgroup::V2(g) => Some(g.dir_fd()),
+            SlotCgroup::V1(_) => None,
+            SlotCgroup::V2(s) => s.dir_fd(),
         }
     }
 
-    /// CPU time so far (cheap; called every supervision tick).
-    pub fn cpu_time(&mut self) -> io::Result<Duration> {
+    /// v1: the `cpuacct.usage` descriptor, for a launcher living in the cgroup
+    /// to read around its own work.
+    pub fn cpu_counter(&self) -> Option<RawFd> {
         match self {
-            RunCgroup::V1(g) => g.cpu_time(),
-            RunCgroup::V2(g) => g.cpu_time(),
+            SlotCgroup::V1(g) => Some(g.cpu_counter()),
+            SlotCgroup::V2(_) => None,
+        }
+    }
+
+    /// CPU time since the baseline (cheap; called every supervision tick).
+    pub fn cpu_since(&mut self, base: &Baseline) -> std::io::Result<Duration> {
+        match self {
+            SlotCgroup::V1(g) => g.cpu_since(base),
+            SlotCgroup::V2(s) => s.cpu_since(base),
         }
     }
 
     /// Called every tick: v2 without `memory.peak` samples `memory.current` here.
     pub fn sample(&mut self) {
-        if let RunCgroup::V2(g) = self {
-            g.sample();
+        if let SlotCgroup::V2(s) = self {
+            s.sample();
         }
     }
 
-    pub fn usage(&mut self) -> Result<Usage, SandboxError> {
+    /// The files the program sets its exact memory limit with.
+    pub fn memory_fds(&self) -> Option<MemoryFds> {
         match self {
-            RunCgroup::V1(g) => g.usage(),
-            RunCgroup::V2(g) => g.usage(),
+            SlotCgroup::V1(g) => Some(g.memory_fds()),
+            SlotCgroup::V2(s) => s.memory_fds(),
         }
     }
 
-    /// Kill every process in the cgroup and wait until it is empty.
-    pub fn kill_all(&self) -> Result<(), SandboxError> {
+    /// Everything measured since the baseline, once the run's processes are gone.
+    /// `program_base`: the memory charged when the program started, as it reported.
+    pub fn measure(
+        &mut self,
+        base: &Baseline,
+        program_base: Option<u64>,
+    ) -> Result<Measured, SandboxError> {
+        let memory = program_base.unwrap_or(base.memory);
+        let mut m = match self {
+            SlotCgroup::V1(g) => g.measure(base)?,
+            SlotCgroup::V2(s) => s.measure(base)?,
+        };
+        // `peak_memory` comes back as the raw peak.
+        m.limit_reached = m.peak_memory >= memory.saturating_add(base.memory_limit);
+        m.peak_memory = m.peak_memory.saturating_sub(memory);
+        Ok(m)
+    }
+
+    /// Kill every process in the cgroup but `keep` (the launcher) and wait until
+    /// none is left.
+    pub fn kill_all_but(&self, keep: Option<u32>) -> Result<(), SandboxError> {
         match self {
-            RunCgroup::V1(g) => g.kill_all(),
-            RunCgroup::V2(g) => g.kill_all(),
+            SlotCgroup::V1(g) => g.kill_all_but(keep),
+            SlotCgroup::V2(s) => s.kill_all(),
         }
     }
 
     /// Kill what is left and remove the cgroup.
     pub fn remove(self) -> Result<(), SandboxError> {
-        let killed = self.kill_all();
+        let killed = self.kill_all_but(None);
         let removed = match self {
-            RunCgroup::V1(g) => g.remove(),
-            RunCgroup::V2(g) => g.remove(),
+            SlotCgroup::V1(g) => g.remove(),
+            SlotCgroup::V2(s) => s.remove(),
         };
         killed.and(removed)
     }
@@ -195,114 +304,4 @@ fn validate_name(name: &str) -> Result<(), SandboxError> {
             "cgroup parent {name:?} must be a relative name like judge-runner (no '..', no leading '/')"
         )))
     }
-}
-
-// ---- small file helpers shared by v1 and v2 ----------------------------------
-
-pub(super) fn write_file(path: &Path, value: &str, step: &'static str) -> Result<(), SandboxError> {
-    std::fs::write(path, value).map_err(|source| SandboxError::Cgroup {
-        step,
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-pub(super) fn read_string(path: &Path) -> Result<String, SandboxError> {
-    std::fs::read_to_string(path).map_err(|source| SandboxError::Cgroup {
-        step: "read",
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Read a whole small file from offset 0 through a kept-open descriptor.
-pub(super) fn reread(file: &mut File, buf: &mut String) -> io::Result<()> {
-    buf.clear();
-    file.seek(SeekFrom::Start(0))?;
-    file.read_to_string(buf)?;
-    Ok(())
-}
-
-pub(super) fn open_read(path: &Path) -> Result<File, SandboxError> {
-    File::open(path).map_err(|source| SandboxError::Cgroup {
-        step: "open",
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-pub(super) fn open_procs(dir: &Path) -> Result<OwnedFd, SandboxError> {
-    let path = dir.join("cgroup.procs");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .map(OwnedFd::from)
-        .map_err(|source| SandboxError::Cgroup {
-            step: "open",
-            path,
-            source,
-        })
-}
-
-/// `key value` lines (memory.events, memory.oom_control, cpu.stat).
-pub(super) fn keyed(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(' ')?;
-        if k == key {
-            v.trim().parse().ok()
-        } else {
-            None
-        }
-    })
-}
-
-pub(super) fn pids_in(dir: &Path) -> Vec<i32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-/// rmdir, retrying briefly: the kernel may still be releasing the last task.
-pub(super) fn rmdir_retry(dir: &Path) -> Result<(), SandboxError> {
-    let mut last = None;
-    for attempt in 0..100u32 {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => last = Some(e),
-        }
-        std::thread::sleep(Duration::from_millis(u64::from(attempt.min(10)) + 1));
-    }
-    Err(SandboxError::Cgroup {
-        step: "remove",
-        path: dir.to_path_buf(),
-        source: last.unwrap_or_else(|| io::Error::other("rmdir kept failing")),
-    })
-}
-
-/// Make `dir` and every missing ancestor up to (not including) `root`, calling
-/// `on_new` on each directory created, top-down.
-pub(super) fn create_chain(
-    root: &Path,
-    rel: &str,
-    mut on_new: impl FnMut(&Path) -> Result<(), SandboxError>,
-) -> Result<PathBuf, SandboxError> {
-    let mut dir = root.to_path_buf();
-    for comp in rel.split('/') {
-        dir.push(comp);
-        match std::fs::create_dir(&dir) {
-            Ok(()) => on_new(&dir)?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(source) => {
-                return Err(SandboxError::Cgroup {
-                    step: "create",
-                    path: dir,
-                    source,
-                });
-            }
-        }
-    }
-    Ok(dir)
 }

@@ -3,17 +3,19 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cgroups_rs::fs::Controllers;
 use cgroups_rs::fs::hierarchies::V1;
 
-use super::{
-    CgroupLimits, Usage, create_chain, keyed, open_procs, open_read, pids_in, read_string, reread,
-    rmdir_retry, write_file,
+use super::files::{
+    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
+    pids_of, read_string, read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
+    write_file,
 };
+use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured, MemoryFds, SETUP_HEADROOM};
 use crate::sandbox::error::SandboxError;
 
 /// Where each v1 controller we use is mounted.
@@ -61,13 +63,7 @@ impl Mounts {
                 match std::fs::remove_dir(d) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(source) => {
-                        return Err(SandboxError::Cgroup {
-                            step: "remove parent",
-                            path: d.to_path_buf(),
-                            source,
-                        });
-                    }
+                    Err(e) => return Err(cgroup_err("remove parent", d, e)),
                 }
                 match d.parent() {
                     Some(p) => d = p,
@@ -79,15 +75,34 @@ impl Mounts {
     }
 }
 
-/// One run's cgroups, one per hierarchy, with the files read every tick kept open.
+/// A slot's cgroups, one per hierarchy, with the files read every run kept open.
 #[derive(Debug)]
 pub(crate) struct Group {
     dirs: Vec<PathBuf>,
     memory: PathBuf,
     freezer: PathBuf,
+    /// `flock` on the memory directory, held for the slot's life.
+    _lock: File,
     procs: Vec<OwnedFd>,
     cpuacct_usage: File,
-    buf: String,
+    usage: File,
+    /// `memory.kmem.usage_in_bytes` (absent when the kernel does not account it).
+    kmem: Option<File>,
+    max_usage: File,
+    oom_control: File,
+    force_empty: File,
+    pids_max: File,
+    memory_max: File,
+    memsw_limit: Option<File>,
+    /// The freezer's `cgroup.procs` (who is left after a run).
+    members: File,
+    /// The memory limit in force (`None`: unknown, a program lowered it).
+    memory_limit: Option<u64>,
+    pids_limit: u32,
+    /// The lowest usage (without kernel objects) seen at a run's start: what the
+    /// slot's own processes hold.
+    floor: u64,
+    buf: Vec<u8>,
 }
 
 impl Group {
@@ -95,16 +110,15 @@ impl Group {
         mounts: &Mounts,
         parent: &str,
         name: &str,
-        limits: &CgroupLimits,
+        cpu: Option<u32>,
     ) -> Result<Self, SandboxError> {
-        let rel = format!("{parent}/{name}");
         let mut roots = vec![
             &mounts.memory,
             &mounts.cpuacct,
             &mounts.pids,
             &mounts.freezer,
         ];
-        match (limits.cpu, &mounts.cpuset) {
+        match (cpu, &mounts.cpuset) {
             (Some(_), Some(root)) => roots.push(root),
             (Some(_), None) => {
                 return Err(SandboxError::CgroupSetup {
@@ -113,8 +127,20 @@ impl Group {
             }
             (None, _) => {}
         }
+        for root in &roots {
+            let is_cpuset = mounts.cpuset.as_ref() == Some(*root);
+            create_chain(root, parent, |d| {
+                if is_cpuset { inherit_cpuset(d) } else { Ok(()) }
+            })?;
+        }
+        let _turn = lock_parent(&mounts.memory.join(parent))?;
+        let rel = format!("{parent}/{name}");
+        let memory = mounts.memory.join(&rel);
+        if memory.exists() && try_lock(&memory)?.is_none() {
+            return Err(in_use(&memory));
+        }
         let mut dirs = Vec::new();
-        let built = Self::build(mounts, &roots, &rel, limits, &mut dirs);
+        let built = Self::build(mounts, &roots, &rel, cpu, &mut dirs);
         if built.is_err() {
             for dir in dirs.iter().rev() {
                 let _ = rmdir_retry(dir);
@@ -127,7 +153,7 @@ impl Group {
         mounts: &Mounts,
         roots: &[&PathBuf],
         rel: &str,
-        limits: &CgroupLimits,
+        cpu: Option<u32>,
         dirs: &mut Vec<PathBuf>,
     ) -> Result<Self, SandboxError> {
         for root in roots {
@@ -139,64 +165,208 @@ impl Group {
             })?;
             dirs.push(dir);
         }
-        let memory = mounts.memory.join(rel);
-        set_memory(&memory, limits.memory)?;
-        write_file(
-            &mounts.pids.join(rel).join("pids.max"),
-            &limits.pids.to_string(),
-            "set pids.max",
-        )?;
-        if let (Some(cpu), Some(root)) = (limits.cpu, &mounts.cpuset) {
+        if let (Some(cpu), Some(root)) = (cpu, &mounts.cpuset) {
             write_file(
                 &root.join(rel).join("cpuset.cpus"),
                 &cpu.to_string(),
                 "set cpuset.cpus",
             )?;
         }
+        let memory = mounts.memory.join(rel);
+        let lock = try_lock(&memory)?.ok_or_else(|| in_use(&memory))?;
         let procs = dirs
             .iter()
             .map(|d| open_procs(d))
             .collect::<Result<Vec<_>, _>>()?;
+        let file = |name: &str| memory.join(name);
         Ok(Group {
             dirs: dirs.clone(),
-            memory,
             freezer: mounts.freezer.join(rel),
+            _lock: lock,
             procs,
             cpuacct_usage: open_read(&mounts.cpuacct.join(rel).join("cpuacct.usage"))?,
-            buf: String::new(),
+            usage: open_read(&file("memory.usage_in_bytes"))?,
+            kmem: open_read(&file("memory.kmem.usage_in_bytes")).ok(),
+            max_usage: open_rw(&file("memory.max_usage_in_bytes"))?,
+            oom_control: open_read(&file("memory.oom_control"))?,
+            force_empty: open_rw(&file("memory.force_empty"))?,
+            pids_max: open_rw(&mounts.pids.join(rel).join("pids.max"))?,
+            memory_max: open_rw(&file("memory.limit_in_bytes"))?,
+            memsw_limit: open_rw(&file("memory.memsw.limit_in_bytes")).ok(),
+            members: open_read(&mounts.freezer.join(rel).join("cgroup.procs"))?,
+            memory_limit: Some(u64::MAX),
+            pids_limit: 0,
+            floor: u64::MAX,
+            buf: Vec::with_capacity(512),
+            memory,
         })
+    }
+
+    pub(crate) fn cpu_counter(&self) -> std::os::fd::RawFd {
+        self.cpuacct_usage.as_raw_fd()
     }
 
     pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
         &self.procs
     }
 
-    pub(crate) fn cpu_time(&mut self) -> io::Result<Duration> {
-        reread(&mut self.cpuacct_usage, &mut self.buf)?;
-        let ns: u64 = self.buf.trim().parse().map_err(io::Error::other)?;
-        Ok(Duration::from_nanos(ns))
+    /// Move `pid` into every hierarchy (a migration: waits for an RCU grace period).
+    pub(crate) fn adopt(&self, pid: u32) -> Result<(), SandboxError> {
+        let text = pid.to_string();
+        for (fd, dir) in self.procs.iter().zip(&self.dirs) {
+            crate::sandbox::sys::write_all_fd(fd.as_raw_fd(), text.as_bytes())
+                .map_err(|e| cgroup_err("move the launcher into", dir, e))?;
+        }
+        Ok(())
     }
 
-    pub(crate) fn usage(&mut self) -> Result<Usage, SandboxError> {
-        let cpu = self.cpu_time().map_err(|source| SandboxError::Cgroup {
-            step: "read cpuacct.usage of",
-            path: self.dirs.get(1).cloned().unwrap_or_default(),
-            source,
-        })?;
-        let peak = read_string(&self.memory.join("memory.max_usage_in_bytes"))?;
-        let oom = read_string(&self.memory.join("memory.oom_control"))?;
-        Ok(Usage {
-            cpu,
-            peak_memory: peak.trim().parse().unwrap_or(0),
-            oom_kills: keyed(&oom, "oom_kill").unwrap_or(0),
+    pub(crate) fn begin(
+        &mut self,
+        limits: &CgroupLimits,
+        ours: u32,
+    ) -> Result<Baseline, SandboxError> {
+        let mut usage = self.read_usage()?;
+        if self.leftover(usage)? {
+            // Page cache (or many kernel objects) of the last run: reclaim first.
+            rewrite(&self.force_empty, "0")
+                .map_err(|e| cgroup_err("write memory.force_empty of", &self.memory, e))?;
+            usage = self.read_usage()?;
+            self.leftover(usage)?;
+        }
+        let room = limits.memory.saturating_add(SETUP_HEADROOM);
+        self.set_memory(room.saturating_add(usage))?;
+        let pids = limits.pids.saturating_add(ours);
+        if pids != self.pids_limit {
+            rewrite(&self.pids_max, &pids.to_string())
+                .map_err(|e| cgroup_err("set pids.max of", &self.memory, e))?;
+            self.pids_limit = pids;
+        }
+        rewrite(&self.max_usage, "0")
+            .map_err(|e| cgroup_err("reset memory.max_usage_in_bytes of", &self.memory, e))?;
+        Ok(Baseline {
+            cpu: self
+                .cpu_total()
+                .map_err(|e| self.err("read cpuacct.usage of", e))?,
+            oom_kills: self.oom_kills()?,
+            memory: usage,
+            memory_limit: limits.memory,
         })
     }
 
-    /// Freeze, SIGKILL every member, thaw; until `cgroup.procs` is empty.
-    pub(crate) fn kill_all(&self) -> Result<(), SandboxError> {
+    /// Whether the last run left more than [`LEFTOVER`] of page cache or anonymous
+    /// memory above what the slot's own processes hold (the floor), or more than
+    /// [`KMEM_LEFTOVER`] of kernel objects. Kernel objects of a finished run wait
+    /// for an RCU grace period before they are freed (a few hundred KiB per run,
+    /// more after many forks): reclaim cannot hurry them, so only a pile-up counts.
+    fn leftover(&mut self, usage: u64) -> Result<bool, SandboxError> {
+        let kmem = match &mut self.kmem {
+            Some(f) => read_u64(f, &mut self.buf)
+                .map_err(|e| cgroup_err("read memory.kmem.usage_in_bytes of", &self.memory, e))?,
+            None => 0,
+        };
+        let user = usage.saturating_sub(kmem);
+        self.floor = self.floor.min(user);
+        Ok(user > self.floor.saturating_add(LEFTOVER) || kmem > KMEM_LEFTOVER)
+    }
+
+    fn err(&self, step: &'static str, e: io::Error) -> SandboxError {
+        cgroup_err(step, &self.memory, e)
+    }
+
+    fn read_usage(&mut self) -> Result<u64, SandboxError> {
+        read_u64(&self.usage, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.usage_in_bytes of", &self.memory, e))
+    }
+
+    fn oom_kills(&mut self) -> Result<u64, SandboxError> {
+        let text = read_text(&self.oom_control, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.oom_control of", &self.memory, e))?;
+        Ok(keyed(text, "oom_kill").unwrap_or(0))
+    }
+
+    fn cpu_total(&mut self) -> io::Result<Duration> {
+        read_u64(&self.cpuacct_usage, &mut self.buf).map(Duration::from_nanos)
+    }
+
+    pub(crate) fn cpu_since(&mut self, base: &Baseline) -> io::Result<Duration> {
+        Ok(self.cpu_total()?.saturating_sub(base.cpu))
+    }
+
+    pub(crate) fn measure(&mut self, base: &Baseline) -> Result<Measured, SandboxError> {
+        let cpu = self
+            .cpu_since(base)
+            .map_err(|e| self.err("read cpuacct.usage of", e))?;
+        let peak = read_u64(&self.max_usage, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.max_usage_in_bytes of", &self.memory, e))?;
+        // The program set its own limit (lower than ours) before its execve.
+        self.memory_limit = None;
+        Ok(Measured {
+            cpu,
+            peak_memory: peak,
+            oom_kills: self.oom_kills()?.saturating_sub(base.oom_kills),
+            limit_reached: false,
+        })
+    }
+
+    pub(crate) fn memory_fds(&self) -> MemoryFds {
+        MemoryFds {
+            usage: self.usage.as_raw_fd(),
+            limit: self.memory_max.as_raw_fd(),
+            swap_limit: self.memsw_limit.as_ref().map(AsRawFd::as_raw_fd),
+            peak_reset: Some(self.max_usage.as_raw_fd()),
+        }
+    }
+
+    /// memory limit, and memsw (memory+swap) at the same value so swap is no
+    /// escape. The kernel insists memsw ≥ memory at every moment: going up, memsw
+    /// first; going down, memory first. After a run the limit is unknown (its
+    /// program lowered it): one order is tried, then the other.
+    fn set_memory(&mut self, bytes: u64) -> Result<(), SandboxError> {
+        if self.memory_limit == Some(bytes) {
+            return Ok(());
+        }
+        let value = bytes.to_string();
+        let set = |f: &File, name: &'static str| {
+            rewrite(f, &value).map_err(|e| cgroup_err(name, &self.memory, e))
+        };
+        let mem = |()| set(&self.memory_max, "set memory.limit_in_bytes of");
+        match (&self.memsw_limit, self.memory_limit) {
+            (None, _) => mem(())?,
+            (Some(sw), Some(now)) if bytes > now => {
+                set(sw, "set memory.memsw.limit_in_bytes of").and_then(mem)?;
+            }
+            (Some(sw), Some(_)) => {
+                mem(())?;
+                set(sw, "set memory.memsw.limit_in_bytes of")?;
+            }
+            (Some(sw), None) => {
+                if mem(()).is_ok() {
+                    set(sw, "set memory.memsw.limit_in_bytes of")?;
+                } else {
+                    set(sw, "set memory.memsw.limit_in_bytes of").and_then(mem)?;
+                }
+            }
+        }
+        self.memory_limit = Some(bytes);
+        Ok(())
+    }
+
+    /// Freeze, SIGKILL every member but `keep`, thaw; until only `keep` is left.
+    pub(crate) fn kill_all_but(&self, keep: Option<u32>) -> Result<(), SandboxError> {
+        let keep = keep.and_then(|p| i32::try_from(p).ok());
+        // Every process of a run is born in all of the slot's hierarchies, so one
+        // holding nothing else means they all do: the usual case, one read.
+        let mut buf = Vec::with_capacity(64);
+        if pids_of(&self.members, &mut buf)
+            .iter()
+            .all(|p| Some(*p) == keep)
+        {
+            return Ok(());
+        }
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             let mut left: Vec<i32> = self.dirs.iter().flat_map(|d| pids_in(d)).collect();
+            left.retain(|p| Some(*p) != keep);
             left.sort_unstable();
             left.dedup();
             if left.is_empty() {
@@ -210,7 +380,9 @@ impl Group {
             let state = self.freezer.join("freezer.state");
             let _ = std::fs::write(&state, "FROZEN");
             for pid in pids_in(&self.freezer) {
-                let _ = crate::sandbox::sys::kill(pid, libc::SIGKILL);
+                if Some(pid) != keep {
+                    let _ = crate::sandbox::sys::kill(pid, libc::SIGKILL);
+                }
             }
             let _ = std::fs::write(&state, "THAWED");
             std::thread::sleep(Duration::from_millis(1));
@@ -228,23 +400,6 @@ impl Group {
     }
 }
 
-/// A directory of the same name left by a crashed run: removed when it holds no
-/// process, refused otherwise (another run is using this box id).
-fn take_over_leftover(dir: &Path) -> Result<(), SandboxError> {
-    if !dir.exists() {
-        return Ok(());
-    }
-    if !pids_in(dir).is_empty() {
-        return Err(SandboxError::CgroupSetup {
-            reason: format!(
-                "{} exists and has processes: is another run using this box id?",
-                dir.display()
-            ),
-        });
-    }
-    rmdir_retry(dir)
-}
-
 /// A new v1 cpuset cgroup starts with empty `cpus`/`mems`; copy its parent's.
 fn inherit_cpuset(dir: &Path) -> Result<(), SandboxError> {
     let parent = dir.parent().unwrap_or(dir);
@@ -253,21 +408,4 @@ fn inherit_cpuset(dir: &Path) -> Result<(), SandboxError> {
         write_file(&dir.join(file), value.trim(), "inherit cpuset")?;
     }
     Ok(())
-}
-
-/// memory limit, and memsw (memory+swap) at the same value so swap is no escape.
-/// The kernel insists memsw ≥ memory at every moment, so the order depends on
-/// whether the limit goes up or down; trying one order then the other covers both.
-fn set_memory(dir: &Path, bytes: u64) -> Result<(), SandboxError> {
-    let value = bytes.to_string();
-    let mem = dir.join("memory.limit_in_bytes");
-    let memsw = dir.join("memory.memsw.limit_in_bytes");
-    if !memsw.exists() {
-        return write_file(&mem, &value, "set memory.limit_in_bytes");
-    }
-    if std::fs::write(&mem, &value).is_ok() {
-        return write_file(&memsw, &value, "set memory.memsw.limit_in_bytes");
-    }
-    write_file(&memsw, &value, "set memory.memsw.limit_in_bytes")?;
-    write_file(&mem, &value, "set memory.limit_in_bytes")
 }

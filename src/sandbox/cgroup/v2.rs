@@ -11,14 +11,15 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{
-    CgroupLimits, Usage, create_chain, keyed, open_procs, open_read, pids_in, read_string, reread,
-    rmdir_retry, write_file,
+use super::files::{
+    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
+    read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock, write_file,
 };
+use super::{Baseline, CgroupLimits, LEFTOVER, Measured, MemoryFds, SETUP_HEADROOM};
 use crate::sandbox::error::SandboxError;
 
 const MOUNT: &str = "/sys/fs/cgroup";
@@ -92,13 +93,7 @@ impl Base {
             match std::fs::remove_dir(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(SandboxError::Cgroup {
-                        step: "remove parent",
-                        path: dir,
-                        source,
-                    });
-                }
+                Err(e) => return Err(cgroup_err("remove parent", &dir, e)),
             }
             dir.pop();
         }
@@ -143,65 +138,182 @@ fn enable(dir: &Path, controllers: &str) -> Result<(), String> {
     })
 }
 
-/// One run's cgroup with the files read every tick kept open.
+/// A slot's cgroup: `<base>/<parent>/box-<id>`, a domain with the controllers
+/// enabled for its one child, the run cgroup `run` that each run's processes are
+/// cloned into. The slot's launcher stays outside (in the supervisor's leaf).
 #[derive(Debug)]
-pub(crate) struct Group {
+pub(crate) struct Slot {
     dir: PathBuf,
-    dir_fd: OwnedFd,
-    procs: Vec<OwnedFd>,
-    cpu_stat: File,
-    current: Option<File>,
-    sampled_peak: u64,
-    has_peak: bool,
-    buf: String,
+    controllers: String,
+    cpu: Option<u32>,
+    /// `flock` on `dir`, held for the slot's life.
+    _lock: File,
+    run: Option<Group>,
+    /// Whether `memory.peak` can be reset (Linux ≥ 6.12); unknown until tried.
+    peak_resettable: Option<bool>,
 }
 
-impl Group {
+impl Slot {
     pub(crate) fn create(
         base: &Base,
         parent: &str,
         name: &str,
-        limits: &CgroupLimits,
+        cpu: Option<u32>,
     ) -> Result<Self, SandboxError> {
         let parent_dir = create_chain(&base.path, parent, |d| {
             enable(d, &base.controllers).map_err(|reason| SandboxError::CgroupSetup { reason })
         })?;
+        let _turn = lock_parent(&parent_dir)?;
         let dir = parent_dir.join(name);
         if dir.exists() {
-            if !pids_in(&dir).is_empty() {
-                return Err(SandboxError::CgroupSetup {
-                    reason: format!(
-                        "{} exists and has processes: is another run using this box id?",
-                        dir.display()
-                    ),
-                });
+            if try_lock(&dir)?.is_none() {
+                return Err(in_use(&dir));
             }
-            rmdir_retry(&dir)?;
+            take_over_leftover(&dir.join(RUN))?;
+            take_over_leftover(&dir)?;
         }
         create_chain(&parent_dir, name, |_| Ok(()))?;
-        let built = Self::build(dir.clone(), limits);
+        let made = enable(&dir, &base.controllers)
+            .map_err(|reason| SandboxError::CgroupSetup { reason })
+            .and_then(|()| try_lock(&dir)?.ok_or_else(|| in_use(&dir)));
+        match made {
+            Ok(lock) => Ok(Slot {
+                dir,
+                controllers: base.controllers.clone(),
+                cpu,
+                _lock: lock,
+                run: None,
+                peak_resettable: None,
+            }),
+            Err(e) => {
+                let _ = rmdir_retry(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn begin(
+        &mut self,
+        limits: &CgroupLimits,
+        ours: u32,
+    ) -> Result<Baseline, SandboxError> {
+        let pids = limits.pids.saturating_add(ours);
+        let memory = limits.memory.saturating_add(SETUP_HEADROOM);
+        if let Some(run) = &mut self.run
+            && self.peak_resettable != Some(false)
+            && run.has_peak
+            && run.current()? <= LEFTOVER
+        {
+            let reset = run.reset_peak();
+            self.peak_resettable = Some(reset);
+            if reset {
+                return run.rebase(memory, pids, limits.memory);
+            }
+        }
+        if let Some(old) = self.run.take() {
+            old.remove()?;
+        }
+        let run = self
+            .run
+            .insert(Group::create(&self.dir.join(RUN), memory, pids, self.cpu)?);
+        run.rebase(memory, pids, limits.memory)
+    }
+
+    fn group(&self) -> Result<&Group, SandboxError> {
+        self.run.as_ref().ok_or_else(|| SandboxError::CgroupSetup {
+            reason: format!("{}: no run cgroup yet", self.dir.display()),
+        })
+    }
+
+    pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
+        self.run
+            .as_ref()
+            .map_or(&[], |g| std::slice::from_ref(&g.procs))
+    }
+
+    pub(crate) fn dir_fd(&self) -> Option<RawFd> {
+        self.run.as_ref().map(|g| g.dir_fd.as_raw_fd())
+    }
+
+    pub(crate) fn memory_fds(&self) -> Option<MemoryFds> {
+        self.run.as_ref().map(|g| MemoryFds {
+            usage: g.current.as_raw_fd(),
+            limit: g.max.as_raw_fd(),
+            swap_limit: None,
+            peak_reset: g.peak.as_ref().map(AsRawFd::as_raw_fd),
+        })
+    }
+
+    pub(crate) fn cpu_since(&mut self, base: &Baseline) -> io::Result<Duration> {
+        match &mut self.run {
+            Some(g) => Ok(g.cpu_total()?.saturating_sub(base.cpu)),
+            None => Ok(Duration::ZERO),
+        }
+    }
+
+    pub(crate) fn sample(&mut self) {
+        if let Some(g) = &mut self.run {
+            g.sample();
+        }
+    }
+
+    pub(crate) fn measure(&mut self, base: &Baseline) -> Result<Measured, SandboxError> {
+        match &mut self.run {
+            Some(g) => g.measure(base),
+            None => self.group().map(|_| Measured::default()),
+        }
+    }
+
+    pub(crate) fn kill_all(&self) -> Result<(), SandboxError> {
+        self.run.as_ref().map_or(Ok(()), Group::kill_all)
+    }
+
+    pub(crate) fn remove(mut self) -> Result<(), SandboxError> {
+        let run = self.run.take().map_or(Ok(()), Group::remove);
+        let _ = &self.controllers;
+        run.and(rmdir_retry(&self.dir))
+    }
+}
+
+/// Name of a slot's run cgroup.
+const RUN: &str = "run";
+
+/// One run cgroup with the files read every tick kept open.
+#[derive(Debug)]
+struct Group {
+    dir: PathBuf,
+    dir_fd: OwnedFd,
+    procs: OwnedFd,
+    cpu_stat: File,
+    current: File,
+    /// `memory.peak`, read and reset through this descriptor (absent: < 5.19).
+    peak: Option<File>,
+    events: File,
+    /// `memory.max`, lowered by each run's program before its execve.
+    max: File,
+    memory_limit: u64,
+    pids_limit: u32,
+    sampled_peak: u64,
+    has_peak: bool,
+    buf: Vec<u8>,
+}
+
+impl Group {
+    fn create(dir: &Path, memory: u64, pids: u32, cpu: Option<u32>) -> Result<Self, SandboxError> {
+        std::fs::create_dir(dir).map_err(|e| cgroup_err("create", dir, e))?;
+        let built = Self::build(dir, memory, pids, cpu);
         if built.is_err() {
-            let _ = rmdir_retry(&dir);
+            let _ = rmdir_retry(dir);
         }
         built
     }
 
-    fn build(dir: PathBuf, limits: &CgroupLimits) -> Result<Self, SandboxError> {
-        write_file(
-            &dir.join("memory.max"),
-            &limits.memory.to_string(),
-            "set memory.max",
-        )?;
+    fn build(dir: &Path, memory: u64, pids: u32, cpu: Option<u32>) -> Result<Self, SandboxError> {
         let swap = dir.join("memory.swap.max");
         if swap.exists() {
             write_file(&swap, "0", "set memory.swap.max")?;
         }
-        write_file(
-            &dir.join("pids.max"),
-            &limits.pids.to_string(),
-            "set pids.max",
-        )?;
-        if let Some(cpu) = limits.cpu {
+        if let Some(cpu) = cpu {
             write_file(
                 &dir.join("cpuset.cpus"),
                 &cpu.to_string(),
@@ -209,79 +321,126 @@ impl Group {
             )?;
         }
         let has_peak = !disable_peak_for_tests() && dir.join("memory.peak").exists();
-        let dir_fd = std::fs::File::open(&dir)
+        let dir_fd = File::open(dir)
             .map(OwnedFd::from)
-            .map_err(|source| SandboxError::Cgroup {
-                step: "open",
-                path: dir.clone(),
-                source,
-            })?;
-        Ok(Group {
+            .map_err(|e| cgroup_err("open", dir, e))?;
+        let mut group = Group {
             dir_fd,
-            procs: vec![open_procs(&dir)?],
+            procs: open_procs(dir)?,
             cpu_stat: open_read(&dir.join("cpu.stat"))?,
-            current: if has_peak {
-                None
+            current: open_read(&dir.join("memory.current"))?,
+            peak: if has_peak {
+                Some(open_rw(&dir.join("memory.peak"))?)
             } else {
-                Some(open_read(&dir.join("memory.current"))?)
+                None
             },
+            events: open_read(&dir.join("memory.events"))?,
+            max: open_rw(&dir.join("memory.max"))?,
+            memory_limit: 0,
+            pids_limit: 0,
             sampled_peak: 0,
             has_peak,
-            buf: String::new(),
-            dir,
+            buf: Vec::with_capacity(512),
+            dir: dir.to_path_buf(),
+        };
+        group.set_limits(memory, pids)?;
+        Ok(group)
+    }
+
+    fn err(&self, step: &'static str, e: io::Error) -> SandboxError {
+        cgroup_err(step, &self.dir, e)
+    }
+
+    fn set_limits(&mut self, memory: u64, pids: u32) -> Result<(), SandboxError> {
+        if memory != self.memory_limit {
+            rewrite(&self.max, &memory.to_string())
+                .map_err(|e| cgroup_err("set memory.max of", &self.dir, e))?;
+            self.memory_limit = memory;
+        }
+        if pids != self.pids_limit {
+            write_file(
+                &self.dir.join("pids.max"),
+                &pids.to_string(),
+                "set pids.max",
+            )?;
+            self.pids_limit = pids;
+        }
+        Ok(())
+    }
+
+    fn current(&mut self) -> Result<u64, SandboxError> {
+        read_u64(&self.current, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.current of", &self.dir, e))
+    }
+
+    /// Reset `memory.peak` to the current usage for reads through our descriptor
+    /// (Linux ≥ 6.12); false when this kernel cannot.
+    fn reset_peak(&mut self) -> bool {
+        self.peak
+            .as_mut()
+            .is_some_and(|f| rewrite(f, "reset\n").is_ok())
+    }
+
+    /// The limits for the next run's setup (over what is charged now) and its
+    /// baseline; `own`: the run's own memory limit.
+    fn rebase(&mut self, memory: u64, pids: u32, own: u64) -> Result<Baseline, SandboxError> {
+        let usage = self.current()?;
+        self.set_limits(memory.saturating_add(usage), pids)?;
+        self.sampled_peak = usage;
+        let events = read_text(&self.events, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.events of", &self.dir, e))?;
+        let oom_kills = keyed(events, "oom_kill").unwrap_or(0);
+        Ok(Baseline {
+            cpu: self
+                .cpu_total()
+                .map_err(|e| self.err("read cpu.stat of", e))?,
+            oom_kills,
+            memory: usage,
+            memory_limit: own,
         })
     }
 
-    pub(crate) fn dir_fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
-        self.dir_fd.as_raw_fd()
-    }
-
-    pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
-        &self.procs
-    }
-
-    pub(crate) fn cpu_time(&mut self) -> io::Result<Duration> {
-        reread(&mut self.cpu_stat, &mut self.buf)?;
-        let us = keyed(&self.buf, "usage_usec")
+    fn cpu_total(&mut self) -> io::Result<Duration> {
+        let stat = read_text(&self.cpu_stat, &mut self.buf)?;
+        let us = keyed(stat, "usage_usec")
             .ok_or_else(|| io::Error::other("no usage_usec in cpu.stat"))?;
         Ok(Duration::from_micros(us))
     }
 
-    pub(crate) fn sample(&mut self) {
-        if let Some(file) = &mut self.current
-            && reread(file, &mut self.buf).is_ok()
-            && let Ok(v) = self.buf.trim().parse::<u64>()
+    fn sample(&mut self) {
+        if !self.has_peak
+            && let Ok(v) = read_u64(&self.current, &mut self.buf)
         {
             self.sampled_peak = self.sampled_peak.max(v);
         }
     }
 
-    pub(crate) fn usage(&mut self) -> Result<Usage, SandboxError> {
+    fn measure(&mut self, base: &Baseline) -> Result<Measured, SandboxError> {
         self.sample();
-        let cpu = self.cpu_time().map_err(|source| SandboxError::Cgroup {
-            step: "read cpu.stat of",
-            path: self.dir.clone(),
-            source,
-        })?;
-        let peak_memory = if self.has_peak {
-            read_string(&self.dir.join("memory.peak"))?
-                .trim()
-                .parse()
-                .unwrap_or(0)
-        } else {
-            self.sampled_peak
+        let cpu = self
+            .cpu_total()
+            .map_err(|e| self.err("read cpu.stat of", e))?
+            .saturating_sub(base.cpu);
+        let peak = match &mut self.peak {
+            Some(f) => read_u64(f, &mut self.buf)
+                .map_err(|e| cgroup_err("read memory.peak of", &self.dir, e))?,
+            None => self.sampled_peak,
         };
-        let events = read_string(&self.dir.join("memory.events"))?;
-        Ok(Usage {
+        let events = read_text(&self.events, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.events of", &self.dir, e))?;
+        let oom_kills = keyed(events, "oom_kill").unwrap_or(0);
+        // The program lowered the limit before its execve: ours is unknown now.
+        self.memory_limit = 0;
+        Ok(Measured {
             cpu,
-            peak_memory,
-            oom_kills: keyed(&events, "oom_kill").unwrap_or(0),
+            peak_memory: peak,
+            oom_kills: oom_kills.saturating_sub(base.oom_kills),
+            limit_reached: false,
         })
     }
 
     /// `cgroup.kill` (Linux 5.14+), else freeze + SIGKILL + thaw; until empty.
-    pub(crate) fn kill_all(&self) -> Result<(), SandboxError> {
+    fn kill_all(&self) -> Result<(), SandboxError> {
         let deadline = Instant::now() + Duration::from_secs(5);
         let kill_file = self.dir.join("cgroup.kill");
         loop {
@@ -305,7 +464,8 @@ impl Group {
         }
     }
 
-    pub(crate) fn remove(self) -> Result<(), SandboxError> {
-        rmdir_retry(&self.dir)
+    fn remove(self) -> Result<(), SandboxError> {
+        let killed = self.kill_all();
+        killed.and(rmdir_retry(&self.dir))
     }
 }

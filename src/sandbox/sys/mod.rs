@@ -5,11 +5,11 @@
 //!   possibly multi-threaded process, before `execve`. They are async-signal-safe:
 //!   raw system calls on pre-built `CStr`s and slices, no allocation, no locks, no
 //!   panics; an error is the bare errno (`i32`).
-//! - parent wrappers return `std::io::Result` and may allocate.
+//! - host wrappers (`host.rs`, `launch.rs`) return `std::io::Result` and may
+//!   allocate: the supervisor's and the launcher's side.
 
 use std::ffi::CStr;
-use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 
 /// Errno of the last failed call, without allocating.
 fn errno() -> i32 {
@@ -403,144 +403,129 @@ pub(crate) fn c_exit(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-// ---- parent side -------------------------------------------------------------
+mod host;
+mod launch;
 
-/// A pipe whose both ends are close-on-exec: (read, write).
-pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a live two-element array, as pipe2(2) expects.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just returned these two descriptors; nobody else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
+pub(crate) use host::*;
+pub(crate) use launch::*;
 
-/// A detached clone of the mount at `path` (open_tree with OPEN_TREE_CLONE), to be
-/// attached in another mount namespace with `c_move_mount`.
-pub(crate) fn open_tree_clone(path: &CStr) -> io::Result<OwnedFd> {
-    const OPEN_TREE_CLONE: libc::c_uint = 1;
-    let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC.cast_unsigned();
-    // SAFETY: raw open_tree(2) on a valid path; the result is a new descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("descriptor out of range"))?;
-    // SAFETY: open_tree just returned this descriptor; nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Duplicate `fd` to a number ≥ `min`, close-on-exec.
-pub(crate) fn dup_cloexec_at_least(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
-    // SAFETY: F_DUPFD_CLOEXEC on a descriptor the caller holds.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fcntl just created this descriptor.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
-}
-
-/// Wait for readability of `fd` for at most `timeout_ms`; true when readable or hung up.
-pub(crate) fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
+/// CLOCK_MONOTONIC in nanoseconds (0 when unreadable); the clock `Instant` uses.
+pub(crate) fn c_monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    // SAFETY: one live pollfd.
-    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    match rc {
-        n if n > 0 => Ok(true),
-        0 => Ok(false),
-        _ => {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            }
-        }
+    // SAFETY: raw clock_gettime(2) into a live timespec; child-safe.
+    let rc = unsafe { libc::syscall(libc::SYS_clock_gettime, libc::CLOCK_MONOTONIC, &raw mut ts) };
+    if rc < 0 {
+        return 0;
     }
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
-pub(crate) fn read_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is a live mutable slice of the given length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n.unsigned_abs());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-pub(crate) fn kill(pid: libc::pid_t, sig: libc::c_int) -> io::Result<()> {
-    // SAFETY: plain system call.
-    if unsafe { libc::kill(pid, sig) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Block until child `pid` ends; returns its wait status.
-pub(crate) fn wait_pid(pid: libc::pid_t) -> io::Result<libc::c_int> {
-    loop {
-        let mut status = 0;
-        // SAFETY: status is a live c_int; pid is our own child.
-        let rc = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
-        if rc >= 0 {
-            return Ok(status);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-pub(crate) fn geteuid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Clone the calling process into new namespaces; the child runs `child` on
-/// `stack` and exits with its return value. Returns the child's pid.
-///
-/// # Why clone and not a re-exec
-/// See the module docs of `spawn.rs`: the child runs only child-safe code.
-pub(crate) fn clone_child(
+/// Start `child` like vfork(2) on the stack whose top is `stack_top`: it shares
+/// our memory until it calls execve or exits, and we are suspended until then.
+/// No copy of the address space is made (a fork copies page tables and
+/// write-protects every private page, then the child's first writes fault).
+/// Through glibc's `clone()` wrapper, which takes no lock.
+pub(crate) fn c_vfork_on(
     child: &mut dyn FnMut() -> isize,
-    stack: &mut [u8],
-    flags: libc::c_int,
-) -> io::Result<libc::pid_t> {
+    stack_top: usize,
+) -> CResult<libc::pid_t> {
     extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: data is the &mut dyn FnMut passed below, alive in this copy of the
-        // parent's memory for the child's whole life.
+        // SAFETY: data is the &mut dyn FnMut on the suspended parent's stack, which
+        // the child shares (CLONE_VM) and which stays put until the child execs.
         let f = unsafe { &mut *data.cast::<&mut dyn FnMut() -> isize>() };
         let code = f();
         libc::c_int::try_from(code).unwrap_or(1)
     }
     let mut data: &mut dyn FnMut() -> isize = child;
-    let top = stack.as_mut_ptr_range().end;
-    let aligned = top.wrapping_sub(top as usize % 16);
-    // SAFETY: glibc's clone() wrapper (no atfork handlers, no locks) starts the child
-    // on its own stack `stack`, which the caller keeps alive until the child is
-    // reaped; without CLONE_VM the child works on a private copy of memory.
+    let aligned = stack_top - stack_top % 16;
+    // SAFETY: `stack_top` is the end of a region the caller reserved for this
+    // child alone and keeps until the child has exec'd or exited (CLONE_VFORK
+    // suspends us until then); glibc's clone() runs `trampoline` on it.
     let pid = unsafe {
         libc::clone(
             trampoline,
-            aligned.cast(),
-            flags | libc::SIGCHLD,
+            aligned as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&raw mut data).cast(),
         )
     };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
+    if pid < 0 { Err(errno()) } else { Ok(pid) }
+}
+
+/// Write `bytes` into the existing file `path` (a /proc knob).
+pub(crate) fn c_write_existing(path: &CStr, bytes: &[u8]) -> CResult {
+    // SAFETY: valid NUL-terminated path; the fd is closed below on every path.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
     }
-    Ok(pid)
+    let written = c_write_all(fd, bytes);
+    c_close(fd);
+    written
+}
+
+/// Every signal to its default action and none blocked: a program must not
+/// inherit the supervisor's choices (Rust programs ignore SIGPIPE, a tokio
+/// thread may block signals). Handlers need no reset: execve does that; ignored
+/// and blocked signals survive it. Raw system calls: glibc's wrappers refuse the
+/// two signals it keeps for itself (32, 33), which may be ignored all the same.
+pub(crate) fn c_reset_signals() {
+    // The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
+    let action = [0u64; 4];
+    for sig in 1..=64 {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: raw rt_sigaction(2) with a live zeroed struct and the kernel's
+        // sigset size; no old action is read back.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                action.as_ptr(),
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            )
+        };
+    }
+    let empty = 0u64;
+    // SAFETY: raw rt_sigprocmask(2) setting this thread's mask to an empty set.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &raw const empty,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    };
+}
+
+/// pread(2) at offset 0 into `buf`; the bytes read.
+pub(crate) fn c_pread0(fd: RawFd, buf: &mut [u8]) -> CResult<usize> {
+    // SAFETY: pointer and length of a live mutable slice; child-safe system call.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(n.unsigned_abs())
+    }
+}
+
+/// pwrite(2) all of `bytes` at offset 0 (a cgroup control file: one write).
+pub(crate) fn c_pwrite0(fd: RawFd, bytes: &[u8]) -> CResult {
+    // SAFETY: pointer and length of a live slice; child-safe system call.
+    let n = unsafe { libc::pwrite(fd, bytes.as_ptr().cast(), bytes.len(), 0) };
+    if n < 0 {
+        Err(errno())
+    } else if n.unsigned_abs() == bytes.len() {
+        Ok(())
+    } else {
+        Err(libc::EIO)
+    }
 }

@@ -1,0 +1,287 @@
+//! A slot's runs one after another: what one run leaves cannot reach the next,
+//! counters start from zero for each run, a hostile run cannot harm the slot's
+//! launcher, CPU time is the program's alone, and a slot — closed, or dropped
+//! after failed runs — leaves nothing behind.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
+
+mod sandbox_common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use judge_runner::sandbox::{self, SandboxError, Slot, Status};
+use sandbox_common::{Ctx, capture_in, launcher_pid, slow};
+
+const MIB: u64 = 1 << 20;
+
+fn slot(cx: &Ctx) -> Slot {
+    Slot::new(cx.box_id, &cx.parent, None).unwrap()
+}
+
+fn within_5_percent_of_100_mib(bytes: u64) -> bool {
+    (0.95..=1.05).contains(&(bytes as f64 / (100 * MIB) as f64))
+}
+
+#[test]
+fn next_run_sees_nothing_of_the_last_denied() {
+    let cx = Ctx::new("slot_isolated");
+    let prog = cx.probe("leave");
+    let mut slot = slot(&cx);
+    let (r, out) = capture_in(&mut slot, cx.plan(&prog).arg("leave"));
+    assert_eq!((r.status, out.as_str()), (Status::Ok, "left\n"), "{r:?}");
+    let (r, out) = capture_in(&mut slot, cx.plan(&prog).arg("look"));
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        out, "clean\n",
+        "/tmp, IPC objects or processes carried over"
+    );
+    slot.close().unwrap();
+}
+
+#[test]
+fn a_run_sees_what_it_left_itself_allowed() {
+    let cx = Ctx::new("slot_own_leftovers");
+    let prog = cx.probe("leave");
+    let mut slot = slot(&cx);
+    let script = format!("{prog} leave >/dev/null; {prog} look");
+    let (r, out) = capture_in(&mut slot, cx.plan("/bin/sh").args(["-c", &script]));
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    for want in ["tmp", "shm 1", "msg 1"] {
+        assert!(out.lines().any(|l| l == want), "{want} missing in\n{out}");
+    }
+    slot.close().unwrap();
+}
+
+#[test]
+fn counters_start_from_zero_each_run() {
+    let cx = Ctx::new("slot_counters");
+    let (burn, mem) = (cx.probe("burn"), cx.probe("mem"));
+    let mut slot = slot(&cx);
+    let first = slot.run(&cx.plan(&mem).args(["100", "50"])).unwrap();
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+    let r = slot.run(&cx.plan(&burn).args(["one", "1000"])).unwrap();
+    assert!(r.cpu_seconds >= 0.99, "{r:?}");
+    let again = slot.run(&cx.plan(&mem).args(["100", "50"])).unwrap();
+    assert_eq!(again.status, Status::Ok, "{again:?}");
+    assert!(within_5_percent_of_100_mib(again.memory_bytes), "{again:?}");
+    // The same program as the first run, after a run of 1 s of CPU time.
+    assert!(
+        (again.cpu_seconds - first.cpu_seconds).abs() < 0.5,
+        "the last run's CPU time carried over: {first:?} then {again:?}"
+    );
+    let r = slot.run(&cx.plan(&mem).arg("1")).unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert!(
+        r.memory_bytes < 16 * MIB,
+        "the last run's peak carried over: {r:?}"
+    );
+    slot.close().unwrap();
+}
+
+#[test]
+fn an_oom_kill_is_not_the_next_runs() {
+    let cx = Ctx::new("slot_oom_counter");
+    let mem = cx.probe("mem");
+    let mut slot = slot(&cx);
+    let r = slot
+        .run(&cx.plan(&mem).arg("200").memory(64 * MIB))
+        .unwrap();
+    assert_eq!(r.status, Status::MemoryLimit, "{r:?}");
+    let r = slot.run(&cx.plan(&mem).arg("20").memory(64 * MIB)).unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    slot.close().unwrap();
+}
+
+/// A run's output stays in the page cache, charged to the slot's cgroup; the
+/// next run's peak must not include it, nor its limit lose it.
+#[test]
+fn page_cache_left_by_a_run_does_not_skew_the_next_peak() {
+    let cx = Ctx::new("slot_page_cache");
+    let (writer, mem) = (cx.probe("writer"), cx.probe("mem"));
+    let mut slot = slot(&cx);
+    for limit in [512 * MIB, 128 * MIB] {
+        let big = (64 * MIB).to_string();
+        let r = slot
+            .run(&cx.plan(&writer).args(["/box/big", &big]).memory(limit))
+            .unwrap();
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let r = slot
+            .run(&cx.plan(&mem).args(["100", "50"]).memory(limit))
+            .unwrap();
+        assert_eq!(r.status, Status::Ok, "limit {limit}: {r:?}");
+        assert!(
+            within_5_percent_of_100_mib(r.memory_bytes),
+            "limit {limit}: peak {} = {:.3} of 100 MiB",
+            r.memory_bytes,
+            r.memory_bytes as f64 / (100 * MIB) as f64
+        );
+    }
+    slot.close().unwrap();
+}
+
+#[test]
+fn launcher_survives_hostile_runs() {
+    let cx = Ctx::new("slot_hostile");
+    let (killall, forker, mem) = (cx.probe("killall"), cx.probe("forker"), cx.probe("mem"));
+    let mut slot = slot(&cx);
+    assert_eq!(slot.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
+    let launcher = launcher_pid(&cx);
+    // Signals: its own init (refused), every process it may signal.
+    let r = slot
+        .run(
+            &cx.plan("/bin/sh")
+                .args(["-c", "kill -9 1; kill -9 -1; exit 3"]),
+        )
+        .unwrap();
+    assert_eq!(r.exit_code, Some(3), "{r:?}");
+    let r = slot.run(&cx.plan(&killall)).unwrap();
+    assert!(matches!(r.status, Status::Signaled | Status::Ok), "{r:?}");
+    // Processes: a fork bomb.
+    let r = slot
+        .run(&cx.plan(&forker).arg("10000").processes(10))
+        .unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    // Memory: OOM kills under a tight limit and a tiny one (before its execve).
+    for limit in [8 * MIB, MIB] {
+        let r = slot.run(&cx.plan(&mem).arg("50").memory(limit)).unwrap();
+        assert_eq!(r.status, Status::MemoryLimit, "limit {limit}: {r:?}");
+    }
+    let r = slot.run(&cx.plan("/bin/true")).unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(launcher_pid(&cx), launcher, "the launcher was replaced");
+    slot.close().unwrap();
+}
+
+/// The cgroup counts the launcher's and init's work too; the run's figure must
+/// be the program's alone: what it measures itself (getrusage, exec included).
+#[test]
+fn slot_cpu_time_is_the_programs_alone() {
+    let cx = Ctx::new("slot_cpu_own");
+    let burn = cx.probe("burn");
+    let mut slot = slot(&cx);
+    let mut extra = Vec::new();
+    for _ in 0..10 {
+        let (r, out) = capture_in(&mut slot, cx.plan(&burn).args(["one", "30", "report"]));
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let own: f64 = out
+            .trim()
+            .strip_prefix("self_us ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        extra.push(r.cpu_seconds - own / 1e6);
+    }
+    extra.sort_by(f64::total_cmp);
+    // At least the program's own time; beyond it only its exit (no launcher's or
+    // init's work, which take several hundred microseconds per run). The least
+    // of ten: noise only adds.
+    assert!(
+        extra[0] > -0.001,
+        "less than the program measured: {extra:?}"
+    );
+    assert!(
+        extra[0] < 0.00025 * slow(),
+        "more than the program's: {extra:?}"
+    );
+    slot.close().unwrap();
+}
+
+#[test]
+fn closed_slot_leaves_nothing() {
+    let cx = Ctx::new("slot_closed");
+    let mut slot = slot(&cx);
+    assert_eq!(slot.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
+    let launcher = launcher_pid(&cx);
+    slot.close().unwrap();
+    assert_eq!(
+        sandbox::children_of_parent(&cx.parent).unwrap(),
+        Vec::<String>::new()
+    );
+    if let Some(pid) = launcher {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "launcher {pid} left"
+        );
+    }
+}
+
+/// Runs that fail in every way, then the slot is dropped without `close`.
+#[test]
+fn dropped_slot_leaves_nothing_after_failed_runs() {
+    let cx = Ctx::new("slot_dropped");
+    let mut slot = slot(&cx);
+    let missing = slot.run(&cx.plan("/box/no-such-program"));
+    assert!(
+        matches!(missing, Err(SandboxError::Exec { .. })),
+        "{missing:?}"
+    );
+    let bad_bind = slot.run(&cx.plan("/bin/true").bind("/no/such/dir", "/x", false));
+    assert!(bad_bind.is_err(), "{bad_bind:?}");
+    let r = slot
+        .run(
+            &cx.plan("/bin/sh")
+                .args(["-c", "sleep 30 & sleep 30"])
+                .wall_time(Duration::from_millis(200)),
+        )
+        .unwrap();
+    assert_eq!(r.status, Status::WallTimeLimit, "{r:?}");
+    assert_eq!(slot.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
+    let launcher = launcher_pid(&cx);
+    drop(slot);
+    assert_eq!(
+        sandbox::children_of_parent(&cx.parent).unwrap(),
+        Vec::<String>::new()
+    );
+    if let Some(pid) = launcher {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "launcher {pid} left"
+        );
+    }
+}
+
+/// A second live slot with a box id in use is refused; the first goes on.
+#[test]
+fn second_slot_of_a_box_id_denied() {
+    let cx = Ctx::new("slot_twice");
+    let mut first = slot(&cx);
+    assert_eq!(first.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
+    let second = Slot::new(cx.box_id, &cx.parent, None);
+    assert!(
+        matches!(second, Err(SandboxError::CgroupSetup { .. })),
+        "{second:?}"
+    );
+    assert_eq!(first.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
+    first.close().unwrap();
+    let mut again = slot(&cx);
+    assert_eq!(again.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
+    again.close().unwrap();
+}
+
+#[test]
+fn signals_start_at_their_defaults() {
+    // One Ctx per path: odd box ids run through a slot, even ones one-shot.
+    let (a, b) = (Ctx::new("signals_a"), Ctx::new("signals_b"));
+    for cx in [&a, &b] {
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let plan = cx
+            .plan("/bin/grep")
+            .args(["-E", "^Sig(Ign|Blk):", "/proc/self/status"])
+            .stdout(sandbox::Stdio::File(out.path().to_path_buf()));
+        let r = cx.run(&plan);
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        let text = std::fs::read_to_string(out.path()).unwrap();
+        for line in text.lines() {
+            assert!(
+                line.ends_with("0000000000000000"),
+                "{line} (slot: {})",
+                cx.via_slot()
+            );
+        }
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+}
