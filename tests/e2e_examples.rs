@@ -46,6 +46,7 @@ async fn every_example_submission_gets_its_folder_verdict() {
             slots: 1,
             cache: &scene.path("cache"),
             cgroup_parent: &scene.cgroup_parent,
+            tmp: scene.dir.path(),
         },
         &scene.path("daemon.log"),
     );

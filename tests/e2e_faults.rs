@@ -11,6 +11,7 @@
 
 mod e2e_common;
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use e2e_common::*;
@@ -55,8 +56,21 @@ async fn killed_daemon_job_is_requeued_and_completed_once() {
         "stray sandboxed processes"
     );
 
-    let _second = scene.daemon(&serve.url, &b.key, 3101, "b.log");
+    // What the killed daemon was working on is still on disk; a daemon started
+    // with the same box ids (a restart) removes it before its first job.
+    let work = scene.dir.path().join("judge-runner-work-3100");
+    let left: Vec<PathBuf> = std::fs::read_dir(&work)
+        .expect("the killed daemon's work directory")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(!left.is_empty(), "the killed daemon left its work behind");
+
+    let second = scene.daemon(&serve.url, &b.key, 3100, "b.log");
     let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    for path in &left {
+        assert!(!path.exists(), "{} outlived a restart", path.display());
+    }
     assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
     assert_eq!(done.runner_id, Some(b.runner_id));
     assert_eq!(done.deliveries, 2, "one delivery each");
@@ -65,6 +79,15 @@ async fn killed_daemon_job_is_requeued_and_completed_once() {
     let submission = manager.submission(done.submission_id).await.unwrap();
     assert_eq!(submission.jobs.len(), 1, "no second attempt was made");
     assert_eq!(submission.result.unwrap().evaluation_job_id, job);
+    let mut second = second;
+    second.signal(Signal::SIGTERM);
+    second
+        .wait_exit(Duration::from_secs(20))
+        .expect("stopped daemon exits");
+    assert!(
+        !work.exists(),
+        "a daemon that stops removes its work directory"
+    );
 }
 
 /// SIGTERM mid-job: the daemon releases the job and exits 0; another daemon

@@ -46,11 +46,21 @@ type Entry = Arc<Mutex<Option<Arc<BuiltValidator>>>>;
 /// mtime): each is built once, even when several slots ask at the same time.
 #[derive(Debug, Default)]
 pub struct ValidatorCache {
+    /// Where the cache's directory is made; the temp dir when `None`.
+    base: Option<PathBuf>,
     root: Mutex<Option<tempfile::TempDir>>,
     entries: Mutex<HashMap<Key, Entry>>,
 }
 
 impl ValidatorCache {
+    /// A cache whose built validators live below `base` (made on first use).
+    pub fn in_dir(base: PathBuf) -> Self {
+        ValidatorCache {
+            base: Some(base),
+            ..ValidatorCache::default()
+        }
+    }
+
     /// The problem's custom validator, built (or taken from the cache); `None`
     /// for the default validator.
     pub(crate) fn prepare(
@@ -83,10 +93,12 @@ impl ValidatorCache {
     fn new_dir(&self) -> Result<PathBuf, JudgeError> {
         let mut root = self.root.lock().unwrap_or_else(|p| p.into_inner());
         if root.is_none() {
+            let base = self.base.clone().unwrap_or_else(std::env::temp_dir);
+            std::fs::create_dir_all(&base).map_err(|e| JudgeError::io(&base, e))?;
             let dir = tempfile::Builder::new()
                 .prefix("judge-validators-")
-                .tempdir()
-                .map_err(|e| JudgeError::io(std::env::temp_dir(), e))?;
+                .tempdir_in(&base)
+                .map_err(|e| JudgeError::io(&base, e))?;
             *root = Some(dir);
         }
         let parent = root
@@ -207,15 +219,7 @@ fn build(
         .filter(|n| language.is_source(n))
         .cloned()
         .collect();
-    let binds: Vec<Bind> = tc
-        .dir
-        .iter()
-        .map(|d| Bind {
-            host: d.clone(),
-            inside: d.clone(),
-            writable: false,
-        })
-        .collect();
+    let binds = tc.binds();
     if let Some(template) = &language.compile {
         let vars = Vars::for_program(
             "/box",

@@ -17,6 +17,7 @@ pub mod lease;
 pub mod metrics;
 pub mod shutdown;
 mod slot;
+mod work;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -93,6 +94,13 @@ pub enum RunnerError {
     NoLanguages { detail: String },
     #[error("box ids {first}..{first}+{slots} go past {max} (lower --first-box or --slots)")]
     BoxIds { first: u32, slots: usize, max: u32 },
+    #[error("work directory {}: {source}", path.display())]
+    WorkDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("another daemon holds {} (its box ids are in use; choose another --first-box)", path.display())]
+    WorkDirBusy { path: PathBuf },
     #[error("cannot serve metrics on {addr}: {source}")]
     Metrics {
         addr: SocketAddr,
@@ -106,6 +114,8 @@ pub struct Daemon {
     languages: Vec<String>,
     metrics: Arc<Metrics>,
     metrics_addr: Option<SocketAddr>,
+    /// Removed when the daemon ends, after every slot.
+    work: work::WorkRoot,
 }
 
 impl Daemon {
@@ -128,9 +138,10 @@ impl Daemon {
                 max: crate::judge::MAX_BOX_ID,
             });
         }
+        let work = work::WorkRoot::claim(config.first_box)?;
         let cache = open_cache(&config, &client)?;
         let cpus = slot::plan_cpus(slot_count, config.pin_cpus);
-        let validators = Arc::new(ValidatorCache::default());
+        let validators = Arc::new(ValidatorCache::in_dir(work.path().to_path_buf()));
         let judges: Vec<Arc<Judge>> = (0..slot_count)
             .map(|i| {
                 let offset = u32::try_from(i).unwrap_or(u32::MAX);
@@ -139,6 +150,7 @@ impl Daemon {
                 judge.cpu = cpus[i];
                 judge.cgroup_parent = config.cgroup_parent.clone();
                 judge.validators = Arc::clone(&validators);
+                judge.work_root = Some(work.path().to_path_buf());
                 Arc::new(Judge::new(judge))
             })
             .collect();
@@ -168,6 +180,7 @@ impl Daemon {
             languages,
             metrics,
             metrics_addr: config.metrics,
+            work,
         })
     }
 
@@ -214,6 +227,7 @@ impl Daemon {
             }
         }
         stop_metrics.cancel();
+        drop(self.work);
         tracing::info!("runner stopped");
         Ok(())
     }

@@ -145,6 +145,8 @@ pub struct DaemonOpts<'a> {
     pub slots: u32,
     pub cache: &'a Path,
     pub cgroup_parent: &'a str,
+    /// The daemon's `TMPDIR`: its work directory goes there, and with the scene.
+    pub tmp: &'a Path,
 }
 
 impl Daemon {
@@ -165,6 +167,7 @@ impl Daemon {
             .args(["--metrics", &metrics])
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info")
+            .env("TMPDIR", opts.tmp)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -278,6 +281,7 @@ impl Scene {
                 slots: 1,
                 cache,
                 cgroup_parent: &self.cgroup_parent,
+                tmp: self.dir.path(),
             },
             &self.path(log),
         )
