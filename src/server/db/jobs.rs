@@ -6,7 +6,7 @@ use sqlx::FromRow;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
-use super::lease::{Fence, TOUCH_JOB, fenced};
+use super::lease::{ClaimSql, Fence, TOUCH_JOB, fenced};
 use super::records::{INSERT_JOB, LATEST_VERSION};
 use super::{BeginWrite as _, Db, DbError, Pool, Work, is_unique_violation, on_pool, parse_state};
 use crate::server::clock::Millis;
@@ -98,27 +98,29 @@ macro_rules! claimable_job {
     };
 }
 
-/// SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write lock),
-/// so nothing changes under the filters. Filter (3) in the same statement.
-const CLAIM_SQLITE: &str = concat!(
-    claim_update!(),
-    "WHERE id = (",
-    claimable_job!("j.language IN (SELECT value FROM json_each($5))", ""),
-    ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
-    claim_returning!()
-);
-
-/// PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers are
-/// taking; filter (3) share-locks the runner row, so a revocation (which updates
-/// that row) waits for this claim to commit and then requeues what it took, and a
-/// claim that waited for a revocation re-reads the row and takes nothing.
-const CLAIM_PG: &str = concat!(
-    claim_update!(),
-    "WHERE id = (",
-    claimable_job!("j.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
-    ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
-    claim_returning!()
-);
+const CLAIM: ClaimSql = ClaimSql {
+    // SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write
+    // lock), so nothing changes under the filters. Filter (3) in the same statement.
+    sqlite: concat!(
+        claim_update!(),
+        "WHERE id = (",
+        claimable_job!("j.language IN (SELECT value FROM json_each($5))", ""),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
+        claim_returning!()
+    ),
+    // PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers
+    // are taking; filter (3) share-locks the runner row, so a revocation (which
+    // updates that row) waits for this claim to commit and then requeues what it
+    // took, and a claim that waited for a revocation re-reads the row and takes
+    // nothing.
+    postgres: concat!(
+        claim_update!(),
+        "WHERE id = (",
+        claimable_job!("j.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
+        claim_returning!()
+    ),
+};
 
 const COMPLETE: &str = fenced!("jobs", ", state = 'Completed'", "problem_version_id");
 /// SQLite, after `COMPLETE` in the same `BEGIN IMMEDIATE` transaction.
@@ -223,18 +225,7 @@ impl Db {
         languages: &[String],
         lease: NewLease<'_>,
     ) -> Result<Option<ClaimedJob>, DbError> {
-        let claimed = match self.pool() {
-            Pool::Sqlite(pool) => claim_job_sqlite(pool, languages, lease).await?,
-            Pool::Postgres(pool) => claim_job_pg(pool, languages, lease).await?,
-        };
-        if claimed.is_some() {
-            self.counters(Work::Job).claims.inc();
-        } else if self.runner_revoked(lease.runner_id).await? {
-            return Err(DbError::RunnerRevoked {
-                runner_id: lease.runner_id,
-            });
-        }
-        Ok(claimed)
+        self.claim(Work::Job, &CLAIM, languages, lease).await
     }
 
     /// Completed + the Result row, both conditioned on the lease: one statement on
@@ -351,42 +342,6 @@ impl Db {
             other => other,
         })
     }
-}
-
-async fn claim_job_sqlite(
-    pool: &SqlitePool,
-    languages: &[String],
-    lease: NewLease<'_>,
-) -> Result<Option<ClaimedJob>, DbError> {
-    let languages_json = serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
-        detail: format!("languages do not serialise: {e}"),
-    })?;
-    let mut tx = pool.begin_write().await?;
-    let claimed = sqlx::query_as(CLAIM_SQLITE)
-        .bind(lease.runner_id)
-        .bind(lease.lease_token)
-        .bind(lease.lease_seconds)
-        .bind(lease.expires_ms)
-        .bind(languages_json)
-        .fetch_optional(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(claimed)
-}
-
-async fn claim_job_pg(
-    pool: &PgPool,
-    languages: &[String],
-    lease: NewLease<'_>,
-) -> Result<Option<ClaimedJob>, DbError> {
-    Ok(sqlx::query_as(CLAIM_PG)
-        .bind(lease.runner_id)
-        .bind(lease.lease_token)
-        .bind(lease.lease_seconds)
-        .bind(lease.expires_ms)
-        .bind(languages)
-        .fetch_optional(pool)
-        .await?)
 }
 
 async fn complete_job_sqlite(

@@ -14,7 +14,12 @@
 //! `deliveries.exhausted` instead. `3` in the SQL is the contract's three free
 //! refunds and three free releases.
 
-use super::{Db, DbError, Work, on_pool, parse_state};
+use sqlx::FromRow;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+
+use super::jobs::NewLease;
+use super::{BeginWrite as _, Db, DbError, Pool, Work, on_pool, parse_state};
 use crate::protocol::JobState;
 use crate::server::clock::Millis;
 
@@ -294,6 +299,69 @@ impl Db {
         counters
             .deliveries_exhausted
             .add(rows.iter().filter(|r| r.state == JobState::Failed).count() as u64);
+    }
+}
+
+/// A claim statement for each database: `$1` runner, `$2` lease token, `$3` lease
+/// seconds, `$4` expiry, `$5` the languages (a JSON array on SQLite, an array on
+/// PostgreSQL). It picks the oldest claimable row and leases it, all in one.
+pub(crate) struct ClaimSql {
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+impl Db {
+    /// Runs one claim for `work`: the leased row, or `None` (then a revoked
+    /// Runner is told so instead of being left to poll for ever).
+    pub(super) async fn claim<T>(
+        &self,
+        work: Work,
+        sql: &ClaimSql,
+        languages: &[String],
+        lease: NewLease<'_>,
+    ) -> Result<Option<T>, DbError>
+    where
+        T: Send + Unpin + for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow>,
+    {
+        let claimed: Option<T> = match self.pool() {
+            Pool::Sqlite(pool) => {
+                let languages_json =
+                    serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
+                        detail: format!("languages do not serialise: {e}"),
+                    })?;
+                // BEGIN IMMEDIATE: the write lock from the start, so two claims
+                // never both read the same Queued row.
+                let mut tx = pool.begin_write().await?;
+                let claimed = sqlx::query_as(sql.sqlite)
+                    .bind(lease.runner_id)
+                    .bind(lease.lease_token)
+                    .bind(lease.lease_seconds)
+                    .bind(lease.expires_ms)
+                    .bind(languages_json)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                claimed
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_as(sql.postgres)
+                    .bind(lease.runner_id)
+                    .bind(lease.lease_token)
+                    .bind(lease.lease_seconds)
+                    .bind(lease.expires_ms)
+                    .bind(languages)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        if claimed.is_some() {
+            self.counters(work).claims.inc();
+        } else if self.runner_revoked(lease.runner_id).await? {
+            return Err(DbError::RunnerRevoked {
+                runner_id: lease.runner_id,
+            });
+        }
+        Ok(claimed)
     }
 }
 

@@ -3,12 +3,10 @@
 //! ([`super::lease`]), producing timings and never a Result.
 
 use sqlx::FromRow;
-use sqlx::postgres::PgPool;
-use sqlx::sqlite::SqlitePool;
 
 use super::jobs::{NewLease, ResultOutcome};
-use super::lease::{Fence, fenced};
-use super::{BeginWrite as _, Db, DbError, Pool, Work, on_pool};
+use super::lease::{ClaimSql, Fence, fenced};
+use super::{Db, DbError, Work, on_pool};
 use crate::server::clock::Millis;
 
 #[derive(Debug, Clone)]
@@ -62,13 +60,14 @@ macro_rules! claim_trial_sql {
     };
 }
 
-const CLAIM_SQLITE: &str =
-    claim_trial_sql!("language IN (SELECT value FROM json_each($5))", "", "");
-const CLAIM_PG: &str = claim_trial_sql!(
-    "language = ANY($5)",
-    " FOR UPDATE SKIP LOCKED",
-    " FOR SHARE"
-);
+const CLAIM: ClaimSql = ClaimSql {
+    sqlite: claim_trial_sql!("language IN (SELECT value FROM json_each($5))", "", ""),
+    postgres: claim_trial_sql!(
+        "language = ANY($5)",
+        " FOR UPDATE SKIP LOCKED",
+        " FOR SHARE"
+    ),
+};
 
 const COMPLETE: &str = fenced!(
     "trials",
@@ -96,18 +95,7 @@ impl Db {
         languages: &[String],
         lease: NewLease<'_>,
     ) -> Result<Option<ClaimedTrial>, DbError> {
-        let claimed = match self.pool() {
-            Pool::Sqlite(pool) => claim_trial_sqlite(pool, languages, lease).await?,
-            Pool::Postgres(pool) => claim_trial_pg(pool, languages, lease).await?,
-        };
-        if claimed.is_some() {
-            self.counters(Work::Trial).claims.inc();
-        } else if self.runner_revoked(lease.runner_id).await? {
-            return Err(DbError::RunnerRevoked {
-                runner_id: lease.runner_id,
-            });
-        }
-        Ok(claimed)
+        self.claim(Work::Trial, &CLAIM, languages, lease).await
     }
 
     /// Completed with its timings, under the fence; answers the package file to
@@ -156,40 +144,4 @@ impl Db {
         Ok(on_pool!(self, pool => sqlx::query_scalar(SQL)
             .bind(sha256).fetch_optional(pool).await)?)
     }
-}
-
-async fn claim_trial_sqlite(
-    pool: &SqlitePool,
-    languages: &[String],
-    lease: NewLease<'_>,
-) -> Result<Option<ClaimedTrial>, DbError> {
-    let languages_json = serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
-        detail: format!("languages do not serialise: {e}"),
-    })?;
-    let mut tx = pool.begin_write().await?;
-    let claimed = sqlx::query_as(CLAIM_SQLITE)
-        .bind(lease.runner_id)
-        .bind(lease.lease_token)
-        .bind(lease.lease_seconds)
-        .bind(lease.expires_ms)
-        .bind(languages_json)
-        .fetch_optional(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(claimed)
-}
-
-async fn claim_trial_pg(
-    pool: &PgPool,
-    languages: &[String],
-    lease: NewLease<'_>,
-) -> Result<Option<ClaimedTrial>, DbError> {
-    Ok(sqlx::query_as(CLAIM_PG)
-        .bind(lease.runner_id)
-        .bind(lease.lease_token)
-        .bind(lease.lease_seconds)
-        .bind(lease.expires_ms)
-        .bind(languages)
-        .fetch_optional(pool)
-        .await?)
 }
