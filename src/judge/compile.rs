@@ -90,15 +90,7 @@ pub(crate) fn compile(
         std::fs::write(&path, &f.content).map_err(|e| JudgeError::io(&path, e))?;
     }
     let memlim = problem.limits.memory_mib;
-    let toolchain_binds: Vec<Bind> = toolchain
-        .dir
-        .iter()
-        .map(|d| Bind {
-            host: d.clone(),
-            inside: d.clone(),
-            writable: false,
-        })
-        .collect();
+    let toolchain_binds = toolchain.binds();
     let log = match &language.compile {
         None => String::new(),
         Some(template) => {

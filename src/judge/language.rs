@@ -213,6 +213,20 @@ pub struct Toolchain {
     pub version: String,
 }
 
+impl Toolchain {
+    /// The toolchain's directory, read-only at the same path in a box.
+    pub(crate) fn binds(&self) -> Vec<super::boxed::Bind> {
+        self.dir
+            .iter()
+            .map(|d| super::boxed::Bind {
+                host: d.clone(),
+                inside: d.clone(),
+                writable: false,
+            })
+            .collect()
+    }
+}
+
 /// Finds the language's toolchain and runs its version probe, on the host.
 pub fn probe(language: &Language) -> Result<Toolchain, String> {
     let dir = match &language.toolchain {

@@ -201,8 +201,9 @@ fn spawn_writer(dest: PathBuf) -> (mpsc::Sender<bytes::Bytes>, Writer) {
     (sender, writer)
 }
 
-/// The error with its causes: reqwest's own message rarely says what failed.
-fn describe(err: &reqwest::Error) -> String {
+/// reqwest's error with its causes: its own message rarely says what failed
+/// (refused, reset, timed out, a certificate); the causes do.
+pub(crate) fn describe(err: &reqwest::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {

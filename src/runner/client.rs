@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
+use crate::package::describe_http_error;
 use crate::protocol::codes::error as code;
 use crate::protocol::{
     Claim, ClaimRequest, ErrorBody, FailureBody, Id, LeaseRenewal, LeaseRenewed, PackageRef,
@@ -324,7 +325,7 @@ impl Client {
             .await
             .map_err(|e| ClientError::Unreachable {
                 call: path.to_string(),
-                detail: describe(&e),
+                detail: describe_http_error(&e),
             })
     }
 
@@ -341,7 +342,7 @@ impl Client {
             .await
             .map_err(|e| ClientError::Unreachable {
                 call: call.to_string(),
-                detail: describe(&e),
+                detail: describe_http_error(&e),
             })?;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| ClientError::BadAnswer {
@@ -379,19 +380,6 @@ impl Client {
             message,
         })
     }
-}
-
-/// reqwest's error with its causes, which name the actual trouble (refused,
-/// reset, timed out).
-fn describe(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
