@@ -36,15 +36,22 @@ struct Backend {
     rates: Vec<f64>,
 }
 
+/// `problems/hello` of ../shared (the Server validates what it is given).
 fn hello_package() -> Vec<u8> {
+    let shared = std::env::var("JUDGE_SHARED_DIR").map_or_else(
+        |_| {
+            let beside = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
+            if beside.join("CONTRACT.md").exists() {
+                beside
+            } else {
+                std::path::PathBuf::from("/work/shared")
+            }
+        },
+        std::path::PathBuf::from,
+    );
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut tar = tar::Builder::new(gz);
-    let mut header = tar::Header::new_gnu();
-    let yaml = b"name: bench\n";
-    header.set_size(yaml.len() as u64);
-    header.set_mode(0o644);
-    header.set_cksum();
-    tar.append_data(&mut header, "problem.yaml", &yaml[..])
+    tar.append_dir_all(".", shared.join("problems/hello"))
         .unwrap();
     tar.into_inner().unwrap().finish().unwrap()
 }
