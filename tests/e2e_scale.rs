@@ -284,3 +284,64 @@ fn zero_slots_is_a_usage_error() {
         );
     }
 }
+
+/// `JUDGE_LOG_FORMAT=json`: every log line of a real `serve` is one JSON object
+/// with a level and a message; without it (the twin), plain text.
+#[test]
+fn json_logs_on_request() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+    for json in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--database"])
+            .arg(format!(
+                "sqlite://{}",
+                dir.path().join("judge.db").display()
+            ))
+            .arg("--storage")
+            .arg(dir.path().join("storage"))
+            .env("JUDGE_MANAGER_TOKEN", "t")
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if json {
+            cmd.env("JUDGE_LOG_FORMAT", "json");
+        } else {
+            cmd.env_remove("JUDGE_LOG_FORMAT");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.starts_with("listening on "), "{first:?}");
+        // Its first log line comes right after; SIGTERM before it would race
+        // the signal handler's installation.
+        let mut errors = BufReader::new(child.stderr.take().unwrap());
+        let mut stderr = String::new();
+        errors.read_line(&mut stderr).unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+            Signal::SIGTERM,
+        )
+        .unwrap();
+        errors.read_to_string(&mut stderr).unwrap();
+        child.wait().unwrap();
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!lines.is_empty(), "serve logged nothing");
+        for line in lines {
+            let parsed = serde_json::from_str::<serde_json::Value>(line);
+            if json {
+                let v = parsed.unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                assert!(v["level"].is_string(), "{line}");
+                assert!(v["fields"]["message"].is_string(), "{line}");
+            } else {
+                assert!(parsed.is_err(), "plain text expected: {line}");
+                assert!(!line.contains('\u{1b}'), "no colours into a pipe: {line:?}");
+            }
+        }
+    }
+}

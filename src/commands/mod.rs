@@ -7,6 +7,7 @@ mod package;
 mod sandbox;
 mod serve;
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use tracing_subscriber::EnvFilter;
@@ -18,18 +19,28 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit status of a command that failed for another reason.
 pub const EXIT_FAILURE: u8 = 1;
 
-/// Logs go to stderr. One-shot commands log warnings only, so their own stderr
-/// output (progress, summaries) stays readable; `RUST_LOG` overrides.
+/// Logs go to stderr (`JUDGE_LOG_FORMAT=json`: one JSON object a line). One-shot
+/// commands log warnings only, so their own stderr output (progress, summaries)
+/// stays readable; `RUST_LOG` overrides.
 pub fn init_tracing(command: &Command) {
     let default = match command {
         Command::Serve(_) | Command::Daemon(_) => "info",
         Command::Sandbox(_) | Command::Judge(_) | Command::Package(_) | Command::Demo(_) => "warn",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    // Colours only for a person at a terminal: journald and files get plain text.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
+    // One JSON object per line for log shippers (Loki, Elasticsearch, journald's
+    // JSON mode); a variable, not a flag, because the contract owns the flags.
+    let _ = if std::env::var("JUDGE_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -41,10 +52,4 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Daemon(args) => daemon::run(args),
         Command::Demo(args) => crate::demo::run(args),
     }
-}
-
-/// What a subcommand whose issue has not landed yet answers.
-pub fn not_yet_implemented(name: &str) -> ExitCode {
-    eprintln!("judge-runner {name}: not yet implemented");
-    ExitCode::from(EXIT_USAGE)
 }
