@@ -2,7 +2,8 @@
 //! processes on loopback (SQLite), each test with its own box ids and cgroup
 //! parent so they run in parallel.
 //!
-//! Box ids: 3100 + 10·k for test k (validators at +500 never reach the next test).
+//! Box ids: 3100 + 10·k for test k (validators at +500 never reach the next test),
+//! k < 10 (3200 on are e2e_scale's).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -455,4 +456,81 @@ async fn one_second_lease_outlives_a_slow_test() {
         daemon.metric("judge_runner_leases_lost_total").await,
         Some(0.0)
     );
+}
+
+/// A sandbox that cannot work on the host: the daemon refuses to start (its
+/// self-test), and once started, a slot whose jobs fail in the sandbox three
+/// times in a row stops claiming for a while instead of burning every job's
+/// deliveries; when the sandbox works again the job completes.
+#[tokio::test(flavor = "multi_thread")]
+async fn broken_sandbox_refused_at_start_and_pauses_claims() {
+    use judge_runner::sandbox::Slot;
+    let scene = Scene::new("broken");
+    let serve = scene.serve(30);
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 2)).await;
+    let a = manager.create_runner("a").await.unwrap();
+
+    // Box 3190 held by another process (here: this test) — the sandbox refuses
+    // a second slot of a box id, so the daemon's self-test fails.
+    let held = Slot::new(3190, &scene.cgroup_parent, None).unwrap();
+    let mut refused = scene.daemon(&serve.url, &a.key, 3190, "refused.log");
+    let status = refused
+        .wait_exit(Duration::from_secs(30))
+        .expect("a daemon whose sandbox fails its self-test exits");
+    assert_eq!(status.code(), Some(1), "{}", refused.log_text());
+    assert!(
+        refused
+            .log_text()
+            .contains("the sandbox does not work on this host"),
+        "{}",
+        refused.log_text()
+    );
+    held.close().unwrap();
+
+    // The twin: the box is free, the daemon starts (metrics answer once it runs).
+    let daemon = scene.daemon(&serve.url, &a.key, 3190, "a.log");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while daemon.metric("judge_runner_slots").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "daemon did not start: {}",
+            scene.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Now the sandbox breaks under it (the box taken while the slot is idle).
+    let held = Slot::new(3190, &scene.cgroup_parent, None).unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.0))
+        .await
+        .unwrap()
+        .job_id;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while daemon
+        .metric("judge_runner_slot_pauses_total")
+        .await
+        .is_none_or(|n| n < 1.0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "slot never paused: {}",
+            scene.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let view = manager.job(job).await.unwrap();
+    assert_eq!(view.state, JobState::Queued, "{}", scene.logs());
+    assert_eq!(view.deliveries, 3, "three sandbox failures, then no claim");
+    assert_eq!(
+        daemon.metric("judge_runner_slot_pauses_total").await,
+        Some(1.0)
+    );
+
+    held.close().unwrap();
+    let done = wait_job(&manager, job, LONG, "final after the pause", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.result.as_ref().unwrap().verdict, "Accepted");
+    assert_eq!(done.deliveries, 4);
 }

@@ -191,6 +191,48 @@ impl Judge {
             .collect()
     }
 
+    /// Runs `/bin/true` in this judge's submission box and in its validator box,
+    /// as a judging would. A daemon does this for every slot before it claims
+    /// anything: a sandbox that cannot work here (no cgroup controllers, a box id
+    /// another process holds, a root that cannot be made private) would
+    /// otherwise fail every job the daemon took.
+    pub fn self_test(&self) -> Result<(), JudgeError> {
+        const WHAT: &str = "running the start-up self-test (/bin/true)";
+        let work = boxed::WorkDir::new(self.config.work_root.as_deref())?;
+        let cancel = CancelHandle::new();
+        let slot = boxed::Slot::new(&self.config, &cancel);
+        for (validator_box, dir) in [(false, "self-test"), (true, "self-test-validator")] {
+            let dir = work.fresh(dir)?;
+            let report = slot.run(
+                WHAT,
+                boxed::BoxRun {
+                    argv: vec!["/bin/true".to_string()],
+                    box_dir: &dir,
+                    validator_box,
+                    binds: Vec::new(),
+                    stdin: boxed::Stream::Null,
+                    stdout: boxed::Stream::Null,
+                    stderr: boxed::Stream::Null,
+                    limits: boxed::BoxLimits {
+                        time: 5.0,
+                        wall: 10.0,
+                        memory_bytes: 64 << 20,
+                        processes: 4,
+                        output_bytes: 1 << 20,
+                    },
+                    env: Vec::new(),
+                },
+            )?;
+            if report.status != boxed::BoxStatus::Ok {
+                return Err(JudgeError::Sandbox {
+                    what: WHAT.to_string(),
+                    message: format!("/bin/true ended {}", report.status.as_str()),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Judges a submission. `Ok` always carries a verdict; `Err` means the
     /// infrastructure failed and there is none.
     pub fn judge(

@@ -85,7 +85,9 @@ impl Evaluated {
     }
 }
 
-pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
+/// Evaluates one claim to the end. Answers whether it ended in a sandbox
+/// failure (the host's fault, not the job's), for the slot's breaker.
+pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) -> bool {
     let work = Work::from(claim);
     let started = Instant::now();
     tracing::info!(work = %work.work, slot = slot.index, language = %work.language, package = %work.package.sha256, "claimed");
@@ -109,8 +111,11 @@ pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
     } else {
         evaluated
     };
+    let sandbox_failed = matches!(&evaluated, Evaluated::Failed { reason, .. }
+        if reason == crate::judge::reason::SANDBOX_FAILED);
     settle(slot, &work, evaluated, shutdown).await;
     tracing::debug!(work = %work.work, seconds = started.elapsed().as_secs_f64(), "done with the work");
+    sandbox_failed
 }
 
 async fn run(slot: &Slot, work: &Work, keeper: &LeaseKeeper, shutdown: &Shutdown) -> Evaluated {

@@ -23,6 +23,7 @@ pub struct Metrics {
     leases_lost: AtomicU64,
     releases: AtomicU64,
     server_unreachable: AtomicU64,
+    slot_pauses: AtomicU64,
     busy_slots: AtomicU64,
     /// Wall time of judging (compile + every test + validation), microseconds.
     judge_micros: AtomicU64,
@@ -60,6 +61,9 @@ impl Metrics {
     }
     pub fn unreachable(&self) {
         self.server_unreachable.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn paused(&self) {
+        self.slot_pauses.fetch_add(1, Ordering::Relaxed);
     }
     pub fn trial_done(&self) {
         self.trials_done.fetch_add(1, Ordering::Relaxed);
@@ -123,7 +127,7 @@ impl Metrics {
             "Infrastructure failures reported to /failure, by reason",
             &labelled(&self.failures_by_reason, "reason"),
         );
-        let plain: [(&str, &str, &str, String); 12] = [
+        let plain: [(&str, &str, &str, String); 13] = [
             (
                 "judge_runner_claims_total",
                 "counter",
@@ -171,6 +175,12 @@ impl Metrics {
                 "counter",
                 "Calls that found the Server unreachable",
                 load(&self.server_unreachable).to_string(),
+            ),
+            (
+                "judge_runner_slot_pauses_total",
+                "counter",
+                "Times a slot stopped claiming after sandbox failures in a row",
+                load(&self.slot_pauses).to_string(),
             ),
             (
                 "judge_runner_judge_seconds_total",

@@ -101,6 +101,11 @@ pub enum RunnerError {
     },
     #[error("another daemon holds {} (its box ids are in use; choose another --first-box)", path.display())]
     WorkDirBusy { path: PathBuf },
+    #[error("slot {slot}: the sandbox does not work on this host: {source}")]
+    SelfTest {
+        slot: usize,
+        source: crate::judge::JudgeError,
+    },
     #[error("cannot serve metrics on {addr}: {source}")]
     Metrics {
         addr: SocketAddr,
@@ -154,6 +159,22 @@ impl Daemon {
                 Arc::new(Judge::new(judge))
             })
             .collect();
+        let testing = judges.clone();
+        tokio::task::spawn_blocking(move || {
+            testing.iter().enumerate().try_for_each(|(slot, judge)| {
+                judge
+                    .self_test()
+                    .map_err(|source| RunnerError::SelfTest { slot, source })
+            })
+        })
+        .await
+        .map_err(|e| RunnerError::SelfTest {
+            slot: 0,
+            source: crate::judge::JudgeError::Sandbox {
+                what: "running the start-up self-test".to_string(),
+                message: e.to_string(),
+            },
+        })??;
         let probe = Arc::clone(&judges[0]);
         let wanted = config.languages.clone();
         let languages = tokio::task::spawn_blocking(move || offered_languages(&probe, wanted))

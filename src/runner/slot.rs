@@ -52,6 +52,9 @@ impl ProblemMemo {
     }
 }
 
+/// Sandbox failures in a row after which a slot pauses claiming.
+const SANDBOX_FAILURES_IN_A_ROW: u32 = 3;
+
 pub(crate) struct Slot {
     pub index: usize,
     pub judge: Arc<Judge>,
@@ -77,6 +80,12 @@ impl Slot {
         // did not wait (an old Server, or a refused wait): from 0.2 s up to 5 s.
         let mut down = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
         let mut idle = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
+        // The breaker: after SANDBOX_FAILURES_IN_A_ROW jobs that failed in the
+        // sandbox, this host is the likelier culprit than the jobs; each further
+        // claim would burn one of some job's deliveries. Claims pause, from 30 s
+        // up to 10 min, until a job ends any other way.
+        let mut sick = Backoff::new(Duration::from_secs(30), Duration::from_secs(600));
+        let mut sandbox_failures = 0u32;
         let box_id = self.judge.config().box_id;
         tracing::debug!(slot = self.index, box_id, cpu = ?self.judge.config().cpu, "slot started");
         loop {
@@ -92,9 +101,25 @@ impl Slot {
                     idle.reset();
                     self.shared.metrics.claimed();
                     self.shared.metrics.busy(true);
-                    job::evaluate(&self, claim, &shutdown).await;
+                    let sandbox_failed = job::evaluate(&self, claim, &shutdown).await;
                     self.shared.metrics.busy(false);
-                    None
+                    if sandbox_failed {
+                        sandbox_failures += 1;
+                    } else {
+                        sandbox_failures = 0;
+                        sick.reset();
+                    }
+                    (sandbox_failures >= SANDBOX_FAILURES_IN_A_ROW).then(|| {
+                        let pause = sick.next_delay();
+                        self.shared.metrics.paused();
+                        tracing::error!(
+                            slot = self.index,
+                            failures = sandbox_failures,
+                            pause = ?pause,
+                            "sandbox failures in a row: this slot stops claiming for a while"
+                        );
+                        pause
+                    })
                 }
                 Ok(None) => {
                     down.reset();
