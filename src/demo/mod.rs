@@ -109,7 +109,11 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     daemon_config.slots = args.slots;
     daemon_config.cache_dir = work_dir.join("packages-cache");
     daemon_config.cgroup_parent.clone_from(&cgroup_parent);
-    let daemon = Daemon::build(daemon_config).await?;
+    // A RunnerError's message already ends with its cause; as a source too it
+    // would be printed twice by `{:#}`.
+    let daemon = Daemon::build(daemon_config)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let offered = daemon.languages().to_vec();
     eprintln!(
         "judge-runner demo: Runner with {} slot(s), languages {}",
