@@ -214,18 +214,24 @@ fn double_forked_setsid_daemon_dead_after_run() {
     let cx = Ctx::new("daemon");
     let marker = format!("judge-daemon-{}", std::process::id());
     let prog = cx.probe("daemon");
-    let plan = cx
-        .plan("/bin/sh")
-        .args(["-c", &format!("{prog} {marker}; sleep 1")]);
+    // The shell's own command line must not hold the marker, or the shell
+    // would pass for the daemon: it is put together by the shell.
+    let plan = cx.plan("/bin/sh").args([
+        "-c",
+        &format!("m=judge-daemon; {prog} \"$m-{}\"; sleep 3", std::process::id()),
+    ]);
+    let started = std::time::Instant::now();
     let runner = std::thread::spawn(move || {
         let r = cx.run(&plan);
         drop(cx);
         r
     });
-    // Alive during the run (the twin that proves the probe works)...
-    let deadline = std::time::Instant::now() + Duration::from_secs_f64(3.0 * slow());
+    // Alive during the run (the twin that proves the probe works). The probe's
+    // parent, which holds the marker too, exits 100 ms after forking: only
+    // what is seen after 600 ms is the daemon.
+    std::thread::sleep(Duration::from_millis(600));
     let mut seen = 0;
-    while seen == 0 && std::time::Instant::now() < deadline {
+    while seen == 0 && started.elapsed() < Duration::from_millis(2500) {
         seen = host_processes_with(&marker);
         std::thread::sleep(Duration::from_millis(20));
     }
