@@ -218,7 +218,10 @@ fn double_forked_setsid_daemon_dead_after_run() {
     // would pass for the daemon: it is put together by the shell.
     let plan = cx.plan("/bin/sh").args([
         "-c",
-        &format!("m=judge-daemon; {prog} \"$m-{}\"; sleep 3", std::process::id()),
+        &format!(
+            "m=judge-daemon; {prog} \"$m-{}\"; sleep 3",
+            std::process::id()
+        ),
     ]);
     let started = std::time::Instant::now();
     let runner = std::thread::spawn(move || {
