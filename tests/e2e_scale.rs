@@ -345,3 +345,88 @@ fn json_logs_on_request() {
         }
     }
 }
+
+/// One daemon with two slots: two jobs are judged at once (both slots busy,
+/// each in its own box), every job completes once, and the daemon leaves
+/// nothing behind when it stops.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_slots_judge_two_jobs_at_once() {
+    let scene = Scene::new("twoslots");
+    let serve = scene.serve(30);
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 3)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let mut jobs = Vec::new();
+    for _ in 0..4 {
+        jobs.push(
+            manager
+                .submit(problem, "python3", slow_echo(0.4))
+                .await
+                .unwrap()
+                .job_id,
+        );
+    }
+    let mut daemon = Daemon::start(
+        &DaemonOpts {
+            server: &serve.url,
+            key: &a.key,
+            first_box: 3230,
+            slots: 2,
+            cache: &scene.path("cache"),
+            cgroup_parent: &scene.cgroup_parent,
+            tmp: scene.dir.path(),
+        },
+        &scene.path("a.log"),
+    );
+    assert_eq!(
+        wait_metric(&daemon, "judge_runner_slots", LONG).await,
+        2.0,
+        "{}",
+        scene.logs()
+    );
+    let mut busiest = 0.0f64;
+    let deadline = Instant::now() + LONG;
+    loop {
+        if let Some(busy) = daemon.metric("judge_runner_busy_slots").await {
+            busiest = busiest.max(busy);
+        }
+        let mut done = 0;
+        for &job in &jobs {
+            if is_final(&manager.job(job).await.unwrap()) {
+                done += 1;
+            }
+        }
+        if done == jobs.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not done: {}", scene.logs());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(busiest, 2.0, "both slots never held work at once");
+    for &job in &jobs {
+        let view = manager.job(job).await.unwrap();
+        assert_eq!(view.state, JobState::Completed, "{}", scene.logs());
+        assert_eq!(view.deliveries, 1);
+        assert_eq!(view.result.as_ref().unwrap().verdict, "Accepted");
+    }
+    assert_eq!(daemon.metric("judge_runner_claims_total").await, Some(4.0));
+    daemon.signal(Signal::SIGTERM);
+    let status = daemon
+        .wait_exit(Duration::from_secs(20))
+        .expect("stopped daemon exits");
+    assert!(status.success(), "{status:?}");
+    assert!(!scene.dir.path().join("judge-runner-work-3230").exists());
+    assert_eq!(processes_in(&scene.cgroup_parent), Vec::<i32>::new());
+}
+
+/// A metric once the daemon answers with it.
+async fn wait_metric(daemon: &Daemon, name: &str, timeout: Duration) -> f64 {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = daemon.metric(name).await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "no {name}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
