@@ -430,3 +430,36 @@ async fn wait_metric(daemon: &Daemon, name: &str, timeout: Duration) -> f64 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// SIGTERM while the daemon is still starting (self-test, toolchain probes):
+/// it stops cleanly (exit 0, nothing claimed, no work directory left), not
+/// killed by the signal's default action.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_start_up_stops_cleanly() {
+    let scene = Scene::new("earlyterm");
+    let serve = scene.serve(30);
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 1)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = manager
+        .submit(problem, "python3", slow_echo(0.0))
+        .await
+        .unwrap()
+        .job_id;
+    let mut daemon = scene.daemon(&serve.url, &a.key, 3240, "a.log");
+    // Well inside start-up (it takes about a second here: a sandbox self-test per
+    // box, a version probe per language), well after the handlers exist.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    daemon.signal(Signal::SIGTERM);
+    let status = daemon
+        .wait_exit(Duration::from_secs(30))
+        .expect("the daemon exits");
+    assert!(status.success(), "{status:?}: {}", daemon.log_text());
+    assert!(!scene.dir.path().join("judge-runner-work-3240").exists());
+    let view = manager.job(job).await.unwrap();
+    assert_eq!(view.state, JobState::Queued, "{}", scene.logs());
+    assert_eq!(
+        view.deliveries, 0,
+        "nothing claimed, or a claim made while stopping released (and given back)"
+    );
+}

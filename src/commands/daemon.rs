@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::cli::DaemonArgs;
 use crate::package::UnpackLimits;
@@ -47,9 +47,16 @@ pub fn run(args: DaemonArgs) -> ExitCode {
     let grace = args.grace.duration();
     let config = config_from(&args);
     let outcome = runtime.block_on(async move {
+        // Installed before the (seconds long) start-up: a SIGTERM during the
+        // self-test or the toolchain probes is kept and stops the daemon before
+        // its first claim, instead of killing it mid-setup.
+        let signals = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        );
         let daemon = Daemon::build(config).await?;
         let shutdown = Shutdown::new();
-        tokio::spawn(watch_signals(shutdown.clone(), grace));
+        tokio::spawn(watch_signals(signals, shutdown.clone(), grace));
         daemon.run(shutdown).await
     });
     // Blocking judge threads are cancelled by now; do not wait on stragglers.
@@ -63,11 +70,12 @@ pub fn run(args: DaemonArgs) -> ExitCode {
     }
 }
 
-async fn watch_signals(shutdown: Shutdown, grace: Duration) {
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+async fn watch_signals(
+    signals: (std::io::Result<Signal>, std::io::Result<Signal>),
+    shutdown: Shutdown,
+    grace: Duration,
+) {
+    let (Ok(mut term), Ok(mut int)) = signals else {
         tracing::error!("cannot install signal handlers; stop the daemon with SIGKILL");
         return;
     };

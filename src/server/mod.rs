@@ -132,28 +132,35 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> Result<ServerHandle
 /// `judge-runner serve`: runs until SIGINT or SIGTERM, then shuts down cleanly.
 /// Prints `listening on http://ADDR` on stdout once it accepts connections.
 pub async fn serve(config: Config) -> Result<(), ServerError> {
+    // The handlers are installed before the address is announced: a SIGTERM
+    // sent as soon as `listening on` appears must shut down, not kill.
+    let stop = shutdown_signal();
     let handle = start(config, Arc::new(SystemClock)).await?;
     println!("listening on {}", handle.base_url());
     tracing::info!(addr = %handle.addr(), "judge-runner serve: listening");
-    handle.wait_or(shutdown_signal()).await
+    handle.wait_or(stop).await?;
+    tracing::info!("judge-runner serve: stopped");
+    Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
+/// Installs the SIGINT and SIGTERM handlers now; the future ends at the first
+/// of them (never, for one that could not be installed).
+fn shutdown_signal() -> impl Future<Output = ()> {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    let wait = |sig: Option<Signal>| async move {
+        match sig {
+            Some(mut sig) => {
                 sig.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
     };
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+    let term = wait(signal(SignalKind::terminate()).ok());
+    let interrupt = wait(signal(SignalKind::interrupt()).ok());
+    async move {
+        tokio::select! {
+            () = term => {}
+            () = interrupt => {}
+        }
     }
 }
