@@ -31,11 +31,7 @@ async fn killed_daemon_job_is_requeued_and_completed_once() {
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
     let a = manager.create_runner("a").await.unwrap();
     let b = manager.create_runner("b").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.5))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.5).await;
 
     let mut first = scene.daemon(&serve.url, &a.key, 3100, "a.log");
     wait_job(&manager, job, LONG, "progress on runner a", |v| {
@@ -101,11 +97,7 @@ async fn sigterm_releases_the_job_to_another_daemon() {
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
     let a = manager.create_runner("a").await.unwrap();
     let b = manager.create_runner("b").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.5))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.5).await;
 
     let mut first = scene.daemon(&serve.url, &a.key, 3110, "a.log");
     wait_job(&manager, job, LONG, "running on a", |v| {
@@ -149,11 +141,7 @@ async fn stopped_daemon_late_result_is_refused() {
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
     let a = manager.create_runner("a").await.unwrap();
     let b = manager.create_runner("b").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.4))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.4).await;
 
     let first = scene.daemon(&serve.url, &a.key, 3120, "a.log");
     wait_job(&manager, job, LONG, "progress on runner a", |v| {
@@ -214,11 +202,7 @@ async fn job_completes_across_a_server_restart() {
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 8)).await;
     let a = manager.create_runner("a").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.4))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.4).await;
     let daemon = scene.daemon(&serve.url, &a.key, 3130, "a.log");
     wait_job(&manager, job, LONG, "progress", |v| {
         v.progress.as_ref().is_some_and(|p| p.done >= 1)
@@ -258,11 +242,7 @@ async fn corrupted_package_fails_the_job_without_a_result() {
     std::fs::write(&stored, &bytes).unwrap();
 
     let a = manager.create_runner("a").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.0))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.0).await;
     let daemon = scene.daemon(&serve.url, &a.key, 3140, "a.log");
     let done = wait_job(&manager, job, LONG, "final", is_final).await;
     assert_eq!(done.state, JobState::Failed, "{}", scene.logs());
@@ -348,13 +328,7 @@ async fn two_daemons_sharing_a_cache_download_once() {
     let b = manager.create_runner("b").await.unwrap();
     let mut jobs = Vec::new();
     for _ in 0..4 {
-        jobs.push(
-            manager
-                .submit(problem, "python3", slow_echo(0.3))
-                .await
-                .unwrap()
-                .job_id,
-        );
+        jobs.push(submit_echo(&manager, problem, 0.3).await);
     }
     let cache = scene.path("shared-cache");
     let da = scene.daemon_with_cache(&serve.url, &a.key, 3160, "a.log", &cache);
@@ -388,11 +362,7 @@ async fn lost_lease_stops_the_running_sandbox_promptly() {
     let manager = serve.manager();
     let (slow, _) = upload(&manager, &slow_problem_with(scene.dir.path(), 1, 20)).await;
     let a = manager.create_runner("a").await.unwrap();
-    let job = manager
-        .submit(slow, "python3", slow_echo(30.0))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, slow, 30.0).await;
     let daemon = scene.daemon(&serve.url, &a.key, 3170, "a.log");
     wait_job(&manager, job, LONG, "running", |v| {
         v.state == JobState::Running
@@ -419,11 +389,7 @@ async fn lost_lease_stops_the_running_sandbox_promptly() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(manager.job(job).await.unwrap().state, JobState::Cancelled);
-    let quick = manager
-        .submit(slow, "python3", slow_echo(0.0))
-        .await
-        .unwrap()
-        .job_id;
+    let quick = submit_echo(&manager, slow, 0.0).await;
     let done = wait_job(&manager, quick, LONG, "final", is_final).await;
     assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
     assert_eq!(
@@ -442,11 +408,7 @@ async fn one_second_lease_outlives_a_slow_test() {
     let manager = serve.manager();
     let (slow, _) = upload(&manager, &slow_problem_with(scene.dir.path(), 1, 10)).await;
     let a = manager.create_runner("a").await.unwrap();
-    let job = manager
-        .submit(slow, "python3", slow_echo(3.0))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, slow, 3.0).await;
     let daemon = scene.daemon(&serve.url, &a.key, 3180, "a.log");
     let done = wait_job(&manager, job, LONG, "final", is_final).await;
     assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
@@ -501,11 +463,7 @@ async fn broken_sandbox_refused_at_start_and_pauses_claims() {
     }
     // Now the sandbox breaks under it (the box taken while the slot is idle).
     let held = Slot::new(3190, &scene.cgroup_parent, None).unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.0))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.0).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     while daemon
         .metric("judge_runner_slot_pauses_total")

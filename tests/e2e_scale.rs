@@ -78,11 +78,7 @@ async fn two_servers_on_postgres_hand_work_between_daemons() {
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 6)).await;
     let a = manager.create_runner("a").await.unwrap();
     let b = two.manager().create_runner("b").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.4))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.4).await;
 
     let mut first = scene.daemon(&one.url, &a.key, 3200, "a.log");
     wait_job(&manager, job, LONG, "progress on a", |v| {
@@ -198,11 +194,7 @@ async fn second_signal_exits_at_once() {
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 20)).await;
     let a = manager.create_runner("a").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.5))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.5).await;
     let mut daemon = scene.daemon(&serve.url, &a.key, 3220, "a.log");
     wait_job(&manager, job, LONG, "progress", |v| {
         v.progress.as_ref().is_some_and(|p| p.done >= 1)
@@ -358,13 +350,7 @@ async fn two_slots_judge_two_jobs_at_once() {
     let a = manager.create_runner("a").await.unwrap();
     let mut jobs = Vec::new();
     for _ in 0..4 {
-        jobs.push(
-            manager
-                .submit(problem, "python3", slow_echo(0.4))
-                .await
-                .unwrap()
-                .job_id,
-        );
+        jobs.push(submit_echo(&manager, problem, 0.4).await);
     }
     let mut daemon = Daemon::start(
         &DaemonOpts {
@@ -441,11 +427,7 @@ async fn sigterm_during_start_up_stops_cleanly() {
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 1)).await;
     let a = manager.create_runner("a").await.unwrap();
-    let job = manager
-        .submit(problem, "python3", slow_echo(0.0))
-        .await
-        .unwrap()
-        .job_id;
+    let job = submit_echo(&manager, problem, 0.0).await;
     let mut daemon = scene.daemon(&serve.url, &a.key, 3240, "a.log");
     // Well inside start-up (it takes about a second here: a sandbox self-test per
     // box, a version probe per language), well after the handlers exist.

@@ -411,6 +411,15 @@ pub fn slow_echo(sleep: f64) -> Vec<SubmissionFile> {
 }
 
 /// Uploads a package directory; answers its problem id and SHA-256.
+/// Submits `slow_echo(sleep)` in python3 to `problem`: its job id.
+pub async fn submit_echo(manager: &Manager, problem: Id, sleep: f64) -> Id {
+    manager
+        .submit(problem, "python3", slow_echo(sleep))
+        .await
+        .unwrap()
+        .job_id
+}
+
 pub async fn upload(manager: &Manager, dir: &Path) -> (Id, String) {
     let bytes = judge_runner::demo::examples::tar_gz(dir).unwrap();
     let created = manager.upload_problem(bytes, None).await.unwrap();
