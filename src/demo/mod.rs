@@ -105,9 +105,12 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
 
     let runner = manager.create_runner("demo").await?;
     let cgroup_parent = format!("judge-runner-demo-{}", std::process::id());
+    // Removed however the demo ends, a failed start included.
+    let _parent = ParentCgroup(cgroup_parent.clone());
     let mut daemon_config = crate::runner::Config::new(server.base_url(), runner.key);
     daemon_config.slots = args.slots;
     daemon_config.cache_dir = work_dir.join("packages-cache");
+    daemon_config.work_base = Some(work_dir.clone());
     daemon_config.cgroup_parent.clone_from(&cgroup_parent);
     // A RunnerError's message already ends with its cause; as a source too it
     // would be printed twice by `{:#}`.
@@ -127,7 +130,6 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     shutdown.now();
     let _ = daemon_task.await;
     server.shutdown().await?;
-    let _ = crate::sandbox::remove_parent(&cgroup_parent);
     let tracked = judged?;
     let all_matched = print_table(&tracked);
     if args.keep {
@@ -135,6 +137,18 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
         eprintln!("judge-runner demo: kept {}", kept.display());
     }
     Ok(all_matched)
+}
+
+/// The demo's own cgroup parent, removed when dropped (it is empty by then:
+/// every slot has closed).
+struct ParentCgroup(String);
+
+impl Drop for ParentCgroup {
+    fn drop(&mut self) {
+        if let Err(e) = crate::sandbox::remove_parent(&self.0) {
+            tracing::warn!(parent = %self.0, error = %e, "cannot remove the demo's cgroup parent");
+        }
+    }
 }
 
 async fn submit_and_watch(

@@ -59,6 +59,8 @@ pub struct Config {
     pub claim_wait: Duration,
     /// Pin each slot's sandboxes to a CPU of its own.
     pub pin_cpus: bool,
+    /// Where the work directory and its lock go; `None`: the temp dir.
+    pub work_base: Option<PathBuf>,
 }
 
 impl Config {
@@ -78,6 +80,7 @@ impl Config {
             metrics: None,
             claim_wait: Duration::from_secs(20),
             pin_cpus: true,
+            work_base: None,
         }
     }
 }
@@ -143,7 +146,7 @@ impl Daemon {
                 max: crate::judge::MAX_BOX_ID,
             });
         }
-        let work = work::WorkRoot::claim(config.first_box)?;
+        let work = work::WorkRoot::claim(config.work_base.as_deref(), config.first_box)?;
         let cache = open_cache(&config, &client)?;
         let cpus = slot::plan_cpus(slot_count, config.pin_cpus);
         let validators = Arc::new(ValidatorCache::in_dir(work.path().to_path_buf()));

@@ -20,10 +20,14 @@ pub(crate) struct WorkRoot {
 }
 
 impl WorkRoot {
-    /// Takes the work directory of the box ids starting at `first_box`, emptied
-    /// of whatever an earlier daemon left there.
-    pub fn claim(first_box: u32) -> Result<WorkRoot, RunnerError> {
-        Self::claim_in(&std::env::temp_dir(), first_box)
+    /// Takes the work directory of the box ids starting at `first_box` in
+    /// `base` (the temp dir when `None`), emptied of whatever an earlier daemon
+    /// left there.
+    pub fn claim(base: Option<&Path>, first_box: u32) -> Result<WorkRoot, RunnerError> {
+        match base {
+            Some(base) => Self::claim_in(base, first_box),
+            None => Self::claim_in(&std::env::temp_dir(), first_box),
+        }
     }
 
     fn claim_in(base: &Path, first_box: u32) -> Result<WorkRoot, RunnerError> {
