@@ -274,8 +274,11 @@ async fn rejudge_while_running_waits_for_the_running_attempt() {
         .submit(problem, "python3", slow_echo(0.4))
         .await
         .unwrap();
-    let _da = scene.daemon(&serve.url, &a.key, 3150, "a.log");
-    let _db = scene.daemon(&serve.url, &b.key, 3151, "b.log");
+    let da = scene.daemon(&serve.url, &a.key, 3150, "a.log");
+    let db = scene.daemon(&serve.url, &b.key, 3151, "b.log");
+    // Both up: the second attempt must wait although a daemon is idle.
+    da.wait_started().await;
+    db.wait_started().await;
     wait_job(&manager, first.job_id, LONG, "running", |v| {
         v.state == JobState::Running
     })
@@ -326,13 +329,17 @@ async fn two_daemons_sharing_a_cache_download_once() {
     let (problem, sha) = upload(&manager, &slow_problem(scene.dir.path(), 3)).await;
     let a = manager.create_runner("a").await.unwrap();
     let b = manager.create_runner("b").await.unwrap();
+    let cache = scene.path("shared-cache");
+    let da = scene.daemon_with_cache(&serve.url, &a.key, 3160, "a.log", &cache);
+    let db = scene.daemon_with_cache(&serve.url, &b.key, 3161, "b.log", &cache);
+    // Both started (self-test, probes) and asking before there is work, so
+    // neither can take it all while the other is still starting.
+    da.wait_started().await;
+    db.wait_started().await;
     let mut jobs = Vec::new();
     for _ in 0..4 {
         jobs.push(submit_echo(&manager, problem, 0.3).await);
     }
-    let cache = scene.path("shared-cache");
-    let da = scene.daemon_with_cache(&serve.url, &a.key, 3160, "a.log", &cache);
-    let db = scene.daemon_with_cache(&serve.url, &b.key, 3161, "b.log", &cache);
     let mut runners = Vec::new();
     for job in jobs {
         let done = wait_job(&manager, job, LONG, "final", is_final).await;
@@ -452,15 +459,7 @@ async fn broken_sandbox_refused_at_start_and_pauses_claims() {
 
     // The twin: the box is free, the daemon starts (metrics answer once it runs).
     let daemon = scene.daemon(&serve.url, &a.key, 3190, "a.log");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while daemon.metric("judge_runner_slots").await.is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "daemon did not start: {}",
-            scene.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    daemon.wait_started().await;
     // Now the sandbox breaks under it (the box taken while the slot is idle).
     let held = Slot::new(3190, &scene.cgroup_parent, None).unwrap();
     let job = submit_echo(&manager, problem, 0.0).await;

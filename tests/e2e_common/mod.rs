@@ -213,6 +213,20 @@ impl Daemon {
         }
     }
 
+    /// Waits until the daemon has started (self-test and probes done: its
+    /// metrics answer), at most 90 s.
+    pub async fn wait_started(&self) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while self.metric("judge_runner_slots").await.is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "daemon not started: {}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// One unlabelled sample of the daemon's metrics, `None` while it does not answer.
     pub async fn metric(&self, name: &str) -> Option<f64> {
         metric_value(&self.metrics_text().await, name)
