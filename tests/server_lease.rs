@@ -206,13 +206,7 @@ async fn lease_calls_acknowledge_once_and_bump_row_version(backend: Backend) {
     let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
     s.advance(5);
     let first_ack = s.clock.now_ms();
-    let (status, body) = s
-        .post(
-            &format!("/api/jobs/{job}/lease"),
-            &key,
-            json!({"lease_token": token}),
-        )
-        .await;
+    let (status, body) = s.renew(job, &key, &token).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let expires =
         chrono::DateTime::parse_from_rfc3339(body["lease_expires_at"].as_str().unwrap()).unwrap();
@@ -328,13 +322,7 @@ async fn expired_lease_reclaimed_then_late_result_is_lost_and_newer_stands(backe
     let (_, a) = s.runner("a").await;
     let (_, b) = s.runner("b").await;
     let (_, old_token) = lease_of(&s.claim(&a, &["python3"]).await.unwrap());
-    let (status, _) = s
-        .post(
-            &format!("/api/jobs/{job}/lease"),
-            &a,
-            json!({"lease_token": old_token}),
-        )
-        .await;
+    let (status, _) = s.renew(job, &a, &old_token).await;
     assert_eq!(status, StatusCode::OK);
     s.advance(59);
     assert!(s.reap().await.jobs.is_empty(), "not expired yet");
@@ -461,13 +449,7 @@ async fn reaper_refunds_only_unacknowledged_claims_three_times(backend: Backend)
     assert_eq!(id, job);
     let (_, token2) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
     for (j, t) in [(job, &token), (job2, &token2)] {
-        let (status, _) = s
-            .post(
-                &format!("/api/jobs/{j}/lease"),
-                &key,
-                json!({"lease_token": t}),
-            )
-            .await;
+        let (status, _) = s.renew(j, &key, t).await;
         assert_eq!(status, StatusCode::OK);
     }
     s.advance(61);
@@ -487,13 +469,7 @@ async fn delivery_cap_fails_the_job_with_deliveries_exhausted(backend: Backend) 
     let (_, key) = s.runner("r").await;
     for round in 1..=3 {
         let (_, token) = lease_of(&s.claim(&key, &["python3"]).await.unwrap());
-        let (status, _) = s
-            .post(
-                &format!("/api/jobs/{job}/lease"),
-                &key,
-                json!({"lease_token": token}),
-            )
-            .await;
+        let (status, _) = s.renew(job, &key, &token).await;
         assert_eq!(status, StatusCode::OK);
         s.advance(61);
         s.reap().await;

@@ -293,6 +293,16 @@ impl TestServer {
         }
     }
 
+    /// Renews job `job_id`'s lease with `token`: the answer.
+    pub async fn renew(&self, job_id: i64, key: &str, token: &str) -> (StatusCode, Value) {
+        self.post(
+            &format!("/api/jobs/{job_id}/lease"),
+            key,
+            json!({"lease_token": token}),
+        )
+        .await
+    }
+
     pub async fn job(&self, job_id: i64) -> Value {
         let (status, body) = self.get(&format!("/api/jobs/{job_id}"), MANAGER).await;
         assert_eq!(status, StatusCode::OK, "{body}");
