@@ -7,7 +7,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::cli::JudgeArgs;
-use crate::judge::{Judge, JudgeConfig, LanguageTable, Options, Outcome, SourceFile, Submission};
+use crate::judge::{
+    BoxLock, Judge, JudgeConfig, LanguageTable, Options, Outcome, SourceFile, Submission,
+};
 use crate::package::{self, LoadedPackage, UnpackLimits};
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
@@ -77,6 +79,11 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     let mut config = JudgeConfig::new(languages, args.box_id);
     config.cpu = args.cpu;
     config.cgroup_parent = args.cgroup_parent.clone();
+    // Held until the judging ends: no daemon, `judge` or `verify` shares the boxes.
+    let _boxes = match BoxLock::acquire(config.box_ids(), "judge") {
+        Ok(lock) => lock,
+        Err(e) => return failure(crate::judge::reason::SANDBOX_FAILED, e),
+    };
     let judge = Judge::new(config);
     let options = Options {
         time_limit: args.time_limit.map(|t| t.0),

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::package::{Problem, ProblemKind};
 
+pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError};
 pub use details::{TestDetail, TestTiming};
 pub use error::{JudgeError, reason};
 pub use language::{Language, LanguageConfigError, LanguageTable, Toolchain};
@@ -143,6 +144,22 @@ impl JudgeConfig {
             validators: Arc::new(ValidatorCache::default()),
         }
     }
+
+    /// Every box id this judge runs sandboxes on (its runs', its validator's):
+    /// a command takes a [`BoxLock`] on them before its first run and holds it
+    /// until it exits.
+    pub fn box_ids(&self) -> [u32; 2] {
+        [self.box_id, self.validator_box_id]
+    }
+}
+
+/// The box ids of `slots` judges starting at box `first` (`first..first+slots`)
+/// and of their validators (`+ VALIDATOR_BOX_OFFSET`), as a daemon uses them.
+pub fn slot_box_ids(first: u32, slots: u32) -> Vec<u32> {
+    let runs = (0..slots).map(|i| first.saturating_add(i));
+    runs.clone()
+        .chain(runs.map(|id| id.saturating_add(VALIDATOR_BOX_OFFSET)))
+        .collect()
 }
 
 /// A reusable judge: the language table with its probed toolchains, and the

@@ -97,6 +97,9 @@ pub enum RunnerError {
     NoLanguages { detail: String },
     #[error("box ids {first}..{first}+{slots} go past {max} (lower --first-box or --slots)")]
     BoxIds { first: u32, slots: usize, max: u32 },
+    /// Another daemon, `judge` or `verify` holds some of this daemon's box ids.
+    #[error("cannot take this daemon's box ids: {0}")]
+    Boxes(#[from] crate::judge::BoxLockError),
     #[error("work directory {}: {source}", path.display())]
     WorkDir {
         path: PathBuf,
@@ -124,6 +127,8 @@ pub struct Daemon {
     metrics_addr: Option<SocketAddr>,
     /// Removed when the daemon ends, after every slot.
     work: work::WorkRoot,
+    /// The slots' and validators' box ids, released last.
+    boxes: crate::judge::BoxLock,
 }
 
 impl Daemon {
@@ -146,6 +151,12 @@ impl Daemon {
                 max: crate::judge::MAX_BOX_ID,
             });
         }
+        // Every box id for the daemon's life, before anything touches one.
+        let slots_u32 = u32::try_from(slot_count).unwrap_or(u32::MAX);
+        let boxes = crate::judge::BoxLock::acquire(
+            crate::judge::slot_box_ids(config.first_box, slots_u32),
+            "daemon",
+        )?;
         let work = work::WorkRoot::claim(config.work_base.as_deref(), config.first_box)?;
         let cache = open_cache(&config, &client)?;
         let cpus = slot::plan_cpus(slot_count, config.pin_cpus);
@@ -205,6 +216,7 @@ impl Daemon {
             metrics,
             metrics_addr: config.metrics,
             work,
+            boxes,
         })
     }
 
@@ -252,6 +264,7 @@ impl Daemon {
         }
         stop_metrics.cancel();
         drop(self.work);
+        drop(self.boxes);
         tracing::info!("runner stopped");
         Ok(())
     }

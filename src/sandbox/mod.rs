@@ -6,6 +6,7 @@
 //! [`Report`] / [`SandboxError`]; [`Slot`] pays per-slot setup once for many runs;
 //! [`Cancel`] stops a run from another thread.
 
+mod boxlock;
 mod cgroup;
 mod child;
 mod error;
@@ -19,6 +20,7 @@ mod slot;
 mod spawn;
 mod sys;
 
+pub use boxlock::{BOX_LOCK_DIR_ENV, BoxHolder, BoxLock, BoxLockError, DEFAULT_BOX_LOCK_DIR};
 pub use cgroup::{children_of_parent, remove_parent, version as cgroup_version};
 pub use error::SandboxError;
 pub use plan::{

@@ -168,6 +168,12 @@ impl Daemon {
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info")
             .env("TMPDIR", opts.tmp)
+            // The scene's own box locks: daemons of one scene meet there, and
+            // tests of another checkout on this host never refuse ours.
+            .env(
+                judge_runner::sandbox::BOX_LOCK_DIR_ENV,
+                opts.tmp.join("box-locks"),
+            )
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
