@@ -1,7 +1,7 @@
 //! Per-run overhead of the sandbox against a plain fork+exec, and CPU-time accuracy.
 //! `cargo bench --bench sandbox` (as root). Everything is interleaved (A B C A B C
 //! ...) in one run, so the machine's noise hits every variant alike; ratios are the
-//! figures that mean something (see ../shared/BENCHMARKING.md).
+//! figures that mean something (see BENCHMARKS.md).
 //!
 //! CPU time is that of every process a run costs (the benchmark, a slot's
 //! launcher, init, the program), read from a cgroup the whole benchmark runs in.

@@ -36,23 +36,15 @@ struct Backend {
     rates: Vec<f64>,
 }
 
-/// `problems/hello` of ../shared (the Server validates what it is given).
+/// The `greet` fixture problem, packed (the Server validates what it is given).
 fn hello_package() -> Vec<u8> {
-    let shared = std::env::var("JUDGE_SHARED_DIR").map_or_else(
-        |_| {
-            let beside = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
-            if beside.join("CONTRACT.md").exists() {
-                beside
-            } else {
-                std::path::PathBuf::from("/work/shared")
-            }
-        },
-        std::path::PathBuf::from,
-    );
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut tar = tar::Builder::new(gz);
-    tar.append_dir_all(".", shared.join("problems/hello"))
-        .unwrap();
+    tar.append_dir_all(
+        ".",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/problems/greet"),
+    )
+    .unwrap();
     tar.into_inner().unwrap().finish().unwrap()
 }
 

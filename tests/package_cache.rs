@@ -31,9 +31,9 @@ fn open(root: &Path, budget: u64) -> Cache {
     Cache::open_with(root, budget, UnpackLimits::default(), quick_policy()).unwrap()
 }
 
-/// The `hello` package as served bytes, with its SHA-256.
+/// The `greet` fixture package as served bytes, with its SHA-256.
 fn hello() -> (Vec<u8>, String) {
-    let bytes = tar_gz_of_dir(&problem_dir("hello"), "hello/");
+    let bytes = tar_gz_of_dir(&problem_dir("greet"), "greet/");
     let sha = sha256_hex(&bytes);
     (bytes, sha)
 }
@@ -75,7 +75,7 @@ async fn download_then_cache_hit_without_http() {
     assert_eq!(entry.path(), dir.path().join(&sha));
     assert_eq!(entry.sha256(), sha);
     let problem = package::parse(&entry.problem_root().unwrap()).unwrap();
-    assert_eq!(problem.name, "Hello World!");
+    assert_eq!(problem.name, "Greet the Judge");
     assert_eq!(server.hits("hello"), 1);
     drop(entry);
 

@@ -1,5 +1,5 @@
-//! Parsing real and hand-made packages: the shared problems (type, test count,
-//! groups, grading), oddecho as upstream ships it (with symlinks), both format
+//! Parsing real and hand-made packages: the fixture problems (type, test count,
+//! groups, grading), tally with real symlinks and with git symlink stubs, both format
 //! versions, and broken packages failing with an error that names the file.
 #![allow(
     clippy::unwrap_used,
@@ -15,7 +15,7 @@ use judge_runner::package::{
     self, FormatVersion, OnReject, OutputValidator, PackageError, ProblemKind, ScoreAggregation,
     UnpackLimits, VerdictAggregation,
 };
-use package_common::{copy_tree, problem_dir, tar_gz_of_dir, write_file};
+use package_common::{problem_dir, tar_gz_of_dir, write_file};
 
 fn case_names(problem: &package::Problem) -> Vec<String> {
     problem.cases().iter().map(|c| c.name.clone()).collect()
@@ -26,31 +26,31 @@ fn group_names(problem: &package::Problem) -> Vec<String> {
 }
 
 #[test]
-fn hello_is_legacy_pass_fail_with_one_secret_test() {
-    let problem = package::parse(&problem_dir("hello")).unwrap();
-    assert_eq!(problem.name, "Hello World!");
+fn greet_is_legacy_pass_fail_with_one_secret_test() {
+    let problem = package::parse(&problem_dir("greet")).unwrap();
+    assert_eq!(problem.name, "Greet the Judge");
     assert_eq!(problem.format, FormatVersion::Legacy);
     assert_eq!(problem.kind, ProblemKind::PassFail);
     assert!(!problem.interactive);
-    assert_eq!(problem.limits.memory_mib, 512);
+    assert_eq!(problem.limits.memory_mib, 256);
     assert_eq!(problem.limits.time_limit, None);
     assert_eq!(problem.time_limit(Some(2.0)), 2.0);
     assert_eq!(problem.time_limit(None), 1.0);
     assert!(
         matches!(problem.validator, OutputValidator::Default(ref f) if *f == Default::default())
     );
-    assert_eq!(case_names(&problem), ["secret/hello"]);
+    assert_eq!(case_names(&problem), ["secret/judge"]);
     assert_eq!(group_names(&problem), ["", "secret"]);
     let case = &problem.cases()[0];
     assert_eq!(
         std::fs::read_to_string(&case.answer).unwrap().trim(),
-        "Hello World!"
+        "Hello, judge!"
     );
     assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
 }
 
-fn assert_oddecho(problem: &package::Problem) {
-    assert_eq!(problem.name, "Odd Echo");
+fn assert_tally(problem: &package::Problem) {
+    assert_eq!(problem.name, "Tally");
     assert_eq!(problem.format, FormatVersion::V2023_07);
     assert_eq!(problem.kind, ProblemKind::Scoring);
     assert!(!problem.interactive);
@@ -60,7 +60,7 @@ fn assert_oddecho(problem: &package::Problem) {
         ["", "sample", "secret", "secret/subtask1", "secret/subtask2"]
     );
     let names = case_names(problem);
-    assert_eq!(names.len(), 18);
+    assert_eq!(names.len(), 13, "{names:?}");
     assert_eq!(names[..2], ["sample/1", "sample/2"]);
     assert_eq!(
         names[2..5],
@@ -70,17 +70,12 @@ fn assert_oddecho(problem: &package::Problem) {
             "secret/subtask1/3"
         ]
     );
-    // problemtools' order: the listing sorted by name, "01" < "09" < "1" < "10" < "2".
+    // problemtools' order: the listing sorted by name, "01" < "04" < "1" < "10" < "2".
     let subtask2: Vec<&str> = names[5..]
         .iter()
         .map(|n| &n["secret/subtask2/".len()..])
         .collect();
-    assert_eq!(
-        subtask2,
-        [
-            "01", "02", "03", "04", "05", "06", "07", "08", "09", "1", "10", "2", "3"
-        ]
-    );
+    assert_eq!(subtask2, ["01", "02", "03", "04", "1", "10", "2", "3"]);
 
     let root = &problem.data.grading;
     assert!(root.ignore_sample);
@@ -100,10 +95,10 @@ fn assert_oddecho(problem: &package::Problem) {
         secret.grading.verdict_aggregation,
         VerdictAggregation::FirstError
     );
-    for name in ["subtask1", "subtask2"] {
+    for (name, points) in [("subtask1", 40.0), ("subtask2", 60.0)] {
         let group = secret.subgroup(name).unwrap();
-        assert_eq!(group.grading.accept_score, 50.0);
-        assert_eq!(group.grading.range, (0.0, 50.0));
+        assert_eq!(group.grading.accept_score, points);
+        assert_eq!(group.grading.range, (0.0, points));
         assert_eq!(group.grading.score_aggregation, ScoreAggregation::Min);
         assert_eq!(group.grading.on_reject, OnReject::Break);
         // grader_flags is replaced whole: `min` alone leaves the default verdict rule.
@@ -123,25 +118,43 @@ fn case<'a>(problem: &'a package::Problem, name: &str) -> &'a package::TestCase 
         .unwrap_or_else(|| panic!("no test {name}"))
 }
 
-#[test]
-fn oddecho_is_scoring_with_two_subtasks() {
-    let problem = package::parse(&problem_dir("oddecho")).unwrap();
-    assert_oddecho(&problem);
-}
-
-/// The shared copy holds git symlink stubs where upstream has symlinks: the
-/// parser follows them, so the tests are the same as with real links.
-#[test]
-fn oddecho_symlink_stubs_resolve_like_symlinks() {
-    let problem = package::parse(&problem_dir("oddecho")).unwrap();
+/// subtask2's tests 1-3 are subtask1's: the same files, and test data (not a
+/// link target) is what they read.
+fn assert_linked_into_subtask1(problem: &package::Problem) {
     for n in 1..=3 {
-        let stub = case(&problem, &format!("secret/subtask2/{n}"));
-        let target = case(&problem, &format!("secret/subtask1/{n}"));
-        assert_eq!(stub.input, target.input, "{n}.in");
-        assert_eq!(stub.answer, target.answer, "{n}.ans");
-        let input = std::fs::read_to_string(&stub.input).unwrap();
+        let linked = case(problem, &format!("secret/subtask2/{n}"));
+        let target = case(problem, &format!("secret/subtask1/{n}"));
+        assert_eq!(linked.input, target.input, "{n}.in");
+        assert_eq!(linked.answer, target.answer, "{n}.ans");
+        let input = std::fs::read_to_string(&linked.input).unwrap();
         assert!(!input.starts_with(".."), "{n}.in is test data: {input:?}");
     }
+}
+
+/// `tally` holds real symlinks (committed to git as symlinks): followed inside
+/// the package, no warning.
+#[test]
+fn tally_with_real_symlinks_is_scoring_with_two_subtasks() {
+    let dir = problem_dir("tally");
+    let link = dir.join("data/secret/subtask2/1.in");
+    assert!(
+        link.symlink_metadata().unwrap().file_type().is_symlink(),
+        "{} is not a symlink: check out the repository with core.symlinks=true",
+        link.display()
+    );
+    let problem = package::parse(&dir).unwrap();
+    assert_tally(&problem);
+    assert_linked_into_subtask1(&problem);
+    assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
+}
+
+/// `tally-stubs` holds git symlink stubs (what a `core.symlinks=false` checkout
+/// writes): the parser follows them like the links, and says so.
+#[test]
+fn tally_symlink_stubs_resolve_like_symlinks() {
+    let problem = package::parse(&problem_dir("tally-stubs")).unwrap();
+    assert_tally(&problem);
+    assert_linked_into_subtask1(&problem);
     assert_eq!(problem.warnings.len(), 6, "{:#?}", problem.warnings);
     for n in 1..=3 {
         for ext in ["in", "ans"] {
@@ -158,43 +171,19 @@ fn oddecho_symlink_stubs_resolve_like_symlinks() {
     }
 }
 
-/// Upstream, subtask2's tests 1-3 are symlinks into subtask1: rebuild that.
-fn oddecho_with_symlinks(dir: &Path) {
-    copy_tree(&problem_dir("oddecho"), dir);
-    let sub2 = dir.join("data/secret/subtask2");
-    for n in 1..=3 {
-        for ext in ["in", "ans"] {
-            let link = sub2.join(format!("{n}.{ext}"));
-            std::fs::remove_file(&link).unwrap();
-            std::os::unix::fs::symlink(format!("../subtask1/{n}.{ext}"), &link).unwrap();
-        }
-    }
-}
-
 #[test]
-fn oddecho_tarball_with_real_symlinks_loads() {
+fn tally_tarball_with_real_symlinks_loads() {
     let work = tempfile::tempdir().unwrap();
-    let tree = work.path().join("oddecho");
-    oddecho_with_symlinks(&tree);
-    for prefix in ["", "./", "oddecho/"] {
+    let tree = problem_dir("tally");
+    for prefix in ["", "./", "tally/"] {
         let archive = work.path().join(format!("p{}.tar.gz", prefix.len()));
         std::fs::write(&archive, tar_gz_of_dir(&tree, prefix)).unwrap();
         let loaded = package::load(&archive, &UnpackLimits::default()).unwrap();
         let problem = &loaded.problem;
-        assert_oddecho(problem);
+        assert_tally(problem);
         assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
-        let linked = problem
-            .cases()
-            .into_iter()
-            .find(|c| c.name == "secret/subtask2/1")
-            .unwrap()
-            .clone();
-        let target = problem
-            .cases()
-            .into_iter()
-            .find(|c| c.name == "secret/subtask1/1")
-            .unwrap()
-            .clone();
+        let linked = case(problem, "secret/subtask2/1").clone();
+        let target = case(problem, "secret/subtask1/1").clone();
         assert_eq!(
             linked.input, target.input,
             "symlink resolved inside the package"
@@ -211,11 +200,11 @@ fn oddecho_tarball_with_real_symlinks_loads() {
 #[test]
 fn loaded_archive_is_removed_when_dropped() {
     let work = tempfile::tempdir().unwrap();
-    let archive = work.path().join("hello.tar.gz");
-    std::fs::write(&archive, tar_gz_of_dir(&problem_dir("hello"), "hello/")).unwrap();
+    let archive = work.path().join("greet.tar.gz");
+    std::fs::write(&archive, tar_gz_of_dir(&problem_dir("greet"), "greet/")).unwrap();
     let loaded = package::load(&archive, &UnpackLimits::default()).unwrap();
     let dir = loaded.unpacked_dir().unwrap().to_path_buf();
-    assert!(dir.join("hello/problem.yaml").is_file());
+    assert!(dir.join("greet/problem.yaml").is_file());
     drop(loaded);
     assert!(!dir.exists());
 }

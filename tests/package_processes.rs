@@ -38,15 +38,15 @@ async fn wait(child: std::process::Child) -> Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_download_once() {
     let server = TestServer::start().await;
-    let bytes = tar_gz_of_dir(&problem_dir("oddecho"), "oddecho/");
+    let bytes = tar_gz_of_dir(&problem_dir("tally"), "tally/");
     let sha = sha256_hex(&bytes);
-    server.add("oddecho", bytes);
+    server.add("tally", bytes);
     server.delay_all(Duration::from_millis(500));
     let cache = tempfile::tempdir().unwrap();
-    let first = fetch_command(&server.url("oddecho"), &sha, cache.path())
+    let first = fetch_command(&server.url("tally"), &sha, cache.path())
         .spawn()
         .unwrap();
-    let second = fetch_command(&server.url("oddecho"), &sha, cache.path())
+    let second = fetch_command(&server.url("tally"), &sha, cache.path())
         .spawn()
         .unwrap();
     let (a, b) = (wait(first).await, wait(second).await);
@@ -61,7 +61,7 @@ async fn two_processes_download_once() {
     assert_eq!(String::from_utf8_lossy(&a.stdout), expected);
     assert_eq!(String::from_utf8_lossy(&b.stdout), expected);
     assert_eq!(
-        server.hits("oddecho"),
+        server.hits("tally"),
         1,
         "the second process waited for the first"
     );
@@ -142,11 +142,11 @@ fn run(args: &[&str]) -> Output {
 
 #[test]
 fn check_prints_the_problem_or_what_is_wrong() {
-    let hello = problem_dir("hello");
+    let greet = problem_dir("greet");
     let out = run(&[
         "package",
         "check",
-        hello.to_str().unwrap(),
+        greet.to_str().unwrap(),
         "--time-limit",
         "2",
     ]);
@@ -157,10 +157,10 @@ fn check_prints_the_problem_or_what_is_wrong() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     for expected in [
-        "Hello World!",
+        "Greet the Judge",
         "pass-fail",
         "time 2 s",
-        "memory 512 MiB",
+        "memory 256 MiB",
         "tests:      1",
         "secret",
     ] {
@@ -180,14 +180,14 @@ fn check_prints_the_problem_or_what_is_wrong() {
 
 #[test]
 fn check_shows_the_symlink_stubs_it_followed() {
-    let oddecho = problem_dir("oddecho");
-    let out = run(&["package", "check", oddecho.to_str().unwrap()]);
+    let stubs = problem_dir("tally-stubs");
+    let out = run(&["package", "check", stubs.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("tests:      18"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tests:      13"));
     let err = String::from_utf8_lossy(&out.stderr);
     for file in ["subtask2/1.in", "subtask2/3.ans"] {
         assert!(
@@ -203,8 +203,8 @@ fn check_shows_the_symlink_stubs_it_followed() {
 #[test]
 fn check_reads_archives_and_refuses_hostile_ones() {
     let work = tempfile::tempdir().unwrap();
-    let good = work.path().join("oddecho.tar.gz");
-    std::fs::write(&good, tar_gz_of_dir(&problem_dir("oddecho"), "./")).unwrap();
+    let good = work.path().join("tally.tar.gz");
+    std::fs::write(&good, tar_gz_of_dir(&problem_dir("tally"), "./")).unwrap();
     let out = run(&["package", "check", good.to_str().unwrap()]);
     assert!(
         out.status.success(),
@@ -213,7 +213,7 @@ fn check_reads_archives_and_refuses_hostile_ones() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("scoring") && text.contains("tests:      18"),
+        text.contains("scoring") && text.contains("tests:      13"),
         "{text}"
     );
 
@@ -234,7 +234,7 @@ fn check_reads_archives_and_refuses_hostile_ones() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetch_exit_statuses() {
     let server = TestServer::start().await;
-    let (bytes, _) = (tar_gz_of_dir(&problem_dir("hello"), ""), ());
+    let (bytes, _) = (tar_gz_of_dir(&problem_dir("greet"), ""), ());
     server.add("hello", bytes);
     let cache = tempfile::tempdir().unwrap();
     let out = wait(

@@ -292,7 +292,7 @@ async fn oversized_upload_is_refused_with_413(backend: Backend) {
         (StatusCode::PAYLOAD_TOO_LARGE, Some("request.too_large"))
     );
     let small = server_common::hello_package();
-    assert!(small.len() < 4096, "hello is {} bytes", small.len());
+    assert!(small.len() < 4096, "greet is {} bytes", small.len());
     let (status, _) = s.upload(small, "").await;
     assert_eq!(status, StatusCode::CREATED, "under the limit");
     assert_eq!(

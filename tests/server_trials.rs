@@ -177,7 +177,7 @@ async fn trial_is_claimed_after_jobs_and_completes_with_timings(backend: Backend
         "the trial's package is served by digest"
     );
     let (_, lease) = lease_of(&claim);
-    let timings = json!([{"test": "secret/hello", "status": "ok", "cpu_seconds": 0.01,
+    let timings = json!([{"test": "secret/judge", "status": "ok", "cpu_seconds": 0.01,
         "wall_seconds": 0.02, "memory_bytes": 1048576}]);
     let body = json!({"lease_token": lease, "timings": timings});
     let (status, answer) = s

@@ -8,18 +8,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use judge_runner::judge::{Judge, JudgeConfig, LanguageTable, SourceFile, Submission};
 
-/// `../shared`: `JUDGE_SHARED_DIR`, else beside the crate, else `/work/shared`.
-pub fn shared_dir() -> PathBuf {
-    let candidates = [
-        std::env::var_os("JUDGE_SHARED_DIR").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")),
-        Some(PathBuf::from("/work/shared")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|d| d.join("problems").is_dir())
-        .expect("../shared/problems not found: set JUDGE_SHARED_DIR")
+/// `tests/fixtures/problems/NAME`: the problems the tests own (see its README).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/problems")
+        .join(name)
 }
 
 pub fn examples_dir() -> PathBuf {

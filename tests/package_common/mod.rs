@@ -1,4 +1,4 @@
-//! Helpers of the package tests: where `../shared` is, archives built entry by
+//! Helpers of the package tests: the fixture problems, archives built entry by
 //! entry (hostile names written raw into `tar::Header`s), and a real HTTP server
 //! on 127.0.0.1:0 that counts requests and fails or truncates on demand.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -23,20 +23,11 @@ use flate2::write::GzEncoder;
 use sha2::{Digest, Sha256};
 use tar::{EntryType, Header};
 
-/// `JUDGE_SHARED_DIR`, else `$CARGO_MANIFEST_DIR/../shared`, else `/work/shared`.
-pub fn shared_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("JUDGE_SHARED_DIR") {
-        return PathBuf::from(dir);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if beside.join("problems").is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared")
-}
-
+/// `tests/fixtures/problems/NAME`: the problems the tests own (see its README).
 pub fn problem_dir(name: &str) -> PathBuf {
-    shared_dir().join("problems").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/problems")
+        .join(name)
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -258,7 +258,7 @@ impl TestServer {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    /// The `hello` problem: `(problem_id, problem_version_id, sha256)`.
+    /// The `greet` fixture problem: `(problem_id, problem_version_id, sha256)`.
     pub async fn problem(&self) -> (i64, i64, String) {
         let (status, body) = self.upload(hello_package(), "").await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
@@ -346,28 +346,21 @@ pub fn metric_value(text: &str, name: &str) -> f64 {
         .unwrap()
 }
 
-pub fn shared_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("JUDGE_SHARED_DIR") {
-        return PathBuf::from(d);
-    }
-    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    if beside.join("CONTRACT.md").exists() {
-        return beside;
-    }
-    PathBuf::from("/work/shared")
-}
-
-/// `problems/NAME` of ../shared as `.tar.gz` bytes.
+/// `tests/fixtures/problems/NAME` (the problems the tests own) as `.tar.gz` bytes.
 pub fn package_of(name: &str) -> Vec<u8> {
-    let dir = shared_dir().join("problems").join(name);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/problems")
+        .join(name);
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut tar = tar::Builder::new(gz);
+    tar.follow_symlinks(false);
     tar.append_dir_all(".", &dir).unwrap();
     tar.into_inner().unwrap().finish().unwrap()
 }
 
+/// The legacy pass-fail fixture `greet`, packed.
 pub fn hello_package() -> Vec<u8> {
-    package_of("hello")
+    package_of("greet")
 }
 
 /// A `.tar.gz` holding the given `(path, bytes)` files.

@@ -54,7 +54,7 @@ fn group(name: &str, grading: Grading, items: Vec<TestItem>) -> TestGroup {
     }
 }
 
-/// The grading tree of `../shared/problems/oddecho`, resolved as the parser
+/// The grading tree of an oddecho-shaped problem (two subtasks under secret), resolved as the parser
 /// resolves inheritance.
 fn oddecho() -> TestGroup {
     let root_g = Grading {

@@ -1,5 +1,7 @@
-//! The real packages of `../shared/problems` (problem data from Kattis/problemtools)
-//! judged with our own submissions: the verdicts and scores its README states.
+//! The fixture problems of `tests/fixtures/problems` judged with our own
+//! submissions: greet (legacy pass-fail, `limits.memory`) and tally (2023-07
+//! scoring, subtask2's tests symlinked into subtask1), the verdicts and scores
+//! their README states.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,8 +13,8 @@ mod judge_common;
 use judge_runner::judge::{Options, Outcome, Submission, Verdict};
 use judge_runner::package;
 
-fn judge_shared(name: &str, time_limit: f64, submission: &Submission) -> Outcome {
-    let problem = package::parse(&judge_common::shared_dir().join("problems").join(name)).unwrap();
+fn judge_fixture(name: &str, time_limit: f64, submission: &Submission) -> Outcome {
+    let problem = package::parse(&judge_common::fixture(name)).unwrap();
     let options = Options {
         time_limit: Some(time_limit),
         ..Options::default()
@@ -23,13 +25,13 @@ fn judge_shared(name: &str, time_limit: f64, submission: &Submission) -> Outcome
 }
 
 #[test]
-fn hello_verdicts() {
+fn greet_verdicts() {
     let _serial = judge_common::serial();
-    let hello = |s: &Submission| judge_shared("hello", 2.0, s);
+    let hello = |s: &Submission| judge_fixture("greet", 2.0, s);
     let ok = judge_common::source(
         "c",
-        "hello.c",
-        "#include <stdio.h>\nint main(void){puts(\"Hello World!\");return 0;}\n",
+        "greet.c",
+        "#include <stdio.h>\nint main(void){char n[64];if(scanf(\"%63s\",n)!=1)return 1;printf(\"Hello, %s!\\n\",n);return 0;}\n",
     );
     let o = hello(&ok);
     assert_eq!(
@@ -37,9 +39,9 @@ fn hello_verdicts() {
         (Verdict::Accepted, 1.0, 1.0)
     );
     assert_eq!(o.details.len(), 1);
-    assert_eq!(o.details[0].name, "secret/hello");
+    assert_eq!(o.details[0].name, "secret/judge");
 
-    let wrong = judge_common::source("python3", "hello.py", "print('Hello, World!')\n");
+    let wrong = judge_common::source("python3", "greet.py", "print('Hello', input() + '!')\n");
     let o = hello(&wrong);
     assert_eq!((o.verdict, o.score), (Verdict::WrongAnswer, 0.0));
     assert!(
@@ -50,11 +52,11 @@ fn hello_verdicts() {
         o.details[0].judge_message
     );
 
-    // limits.memory: 512 — touching 768 MiB is over it.
+    // limits.memory: 256 — touching 512 MiB is over it.
     let hog = judge_common::source(
         "cpp",
         "hog.cpp",
-        "#include <vector>\n#include <cstdio>\nint main(){std::vector<char> v(768u<<20, 1); std::printf(\"%d\\n\", v[12345]);}\n",
+        "#include <vector>\n#include <cstdio>\nint main(){std::vector<char> v(512u<<20, 1); std::printf(\"%d\\n\", v[12345]);}\n",
     );
     let o = hello(&hog);
     assert!(
@@ -66,7 +68,7 @@ fn hello_verdicts() {
         o.verdict
     );
     assert!(
-        o.details[0].memory_bytes >= 500 << 20,
+        o.details[0].memory_bytes >= 250 << 20,
         "{}",
         o.details[0].memory_bytes
     );
@@ -94,28 +96,27 @@ fn hello_verdicts() {
     assert_eq!(o.details[0].signal, Some(6));
 }
 
-const ODDECHO_FULL: &str = r#"#include <iostream>
-#include <string>
-int main() { int n; std::cin >> n; for (int i = 0; i < n; i++) { std::string w; std::cin >> w; if (i % 2 == 0) std::cout << w << "\n"; } }
+const TALLY_FULL: &str = r#"#include <iostream>
+int main() { long n; std::cin >> n; long long sum = 0; for (long i = 0; i < n; i++) { long long x; std::cin >> x; sum += x; } std::cout << sum << "\n"; }
 "#;
 
-/// Correct only when n = 5 (subtask 1); otherwise prints every word.
-const ODDECHO_PARTIAL: &str = "n = int(input())\nwords = [input() for _ in range(n)]\nprint('\\n'.join(words[::2] if n == 5 else words))\n";
+/// Right only when n <= 4 (subtask 1): sums the first four numbers.
+const TALLY_PARTIAL: &str = "input()\nprint(sum(int(x) for x in input().split()[:4]))\n";
 
 #[test]
-fn oddecho_full_partial_and_wrong() {
+fn tally_full_partial_and_wrong() {
     let _serial = judge_common::serial();
-    let full = judge_shared(
-        "oddecho",
+    let full = judge_fixture(
+        "tally",
         1.0,
-        &judge_common::source("cpp", "odd.cpp", ODDECHO_FULL),
+        &judge_common::source("cpp", "tally.cpp", TALLY_FULL),
     );
     assert_eq!(
         (full.verdict, full.score, full.max_score),
         (Verdict::Accepted, 100.0, 100.0)
     );
-    // 2 samples + 3 in subtask1 + 13 in subtask2 (1-3 are symlinks into subtask1, reused).
-    assert_eq!(full.details.len(), 18);
+    // 2 samples + 3 in subtask1 + 8 in subtask2 (1-3 are symlinks into subtask1, reused).
+    assert_eq!(full.details.len(), 13);
     let reused: Vec<&str> = full
         .details
         .iter()
@@ -139,17 +140,17 @@ fn oddecho_full_partial_and_wrong() {
         .sum();
     assert_eq!(sample_scores, 0.0);
 
-    let partial = judge_shared(
-        "oddecho",
+    let partial = judge_fixture(
+        "tally",
         1.0,
-        &judge_common::source("python3", "odd.py", ODDECHO_PARTIAL),
+        &judge_common::source("python3", "tally.py", TALLY_PARTIAL),
     );
     assert_eq!(
         (partial.verdict, partial.score, partial.max_score),
-        (Verdict::Accepted, 50.0, 100.0)
+        (Verdict::Accepted, 40.0, 100.0)
     );
-    // subtask2 breaks at its first failure (on_reject: break): 01 (n = 1) is
-    // right by luck, 02 is wrong, nothing after it runs.
+    // subtask2 breaks at its first failure (on_reject: break): 01 (n = 3) is
+    // right by luck, 02 (n = 6) is wrong, nothing after it runs.
     let sub2: Vec<_> = partial
         .details
         .iter()
@@ -159,8 +160,8 @@ fn oddecho_full_partial_and_wrong() {
     assert_eq!(sub2[1].name, "secret/subtask2/02");
     assert_eq!(sub2[1].verdict, Verdict::WrongAnswer);
 
-    let wrong = judge_shared(
-        "oddecho",
+    let wrong = judge_fixture(
+        "tally",
         1.0,
         &judge_common::source("python3", "w.py", "print(input())\n"),
     );
@@ -171,13 +172,13 @@ fn oddecho_full_partial_and_wrong() {
         "s.c",
         "int main(void){volatile long n=0;for(;;)n++;}\n",
     );
-    let slow = judge_shared("oddecho", 1.0, &slow);
+    let slow = judge_fixture("tally", 1.0, &slow);
     assert_eq!(
         (slow.verdict, slow.score),
         (Verdict::TimeLimitExceeded, 0.0)
     );
 
     let crash = judge_common::source("python3", "c.py", "raise ValueError('no')\n");
-    let crash = judge_shared("oddecho", 1.0, &crash);
+    let crash = judge_fixture("tally", 1.0, &crash);
     assert_eq!((crash.verdict, crash.score), (Verdict::RunTimeError, 0.0));
 }
