@@ -251,6 +251,14 @@ pub struct PackageFetchArgs {
     /// Size budget of the cache (least recently used entries are evicted)
     #[arg(long, value_name = "SIZE", default_value = "10G")]
     pub cache_size: ByteSize,
+    /// A Runner key sent as bearer token to URL's origin (a Server's own package URL)
+    #[arg(
+        long,
+        env = "JUDGE_RUNNER_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub key: Option<String>,
     #[command(flatten)]
     pub unpack: UnpackLimitArgs,
 }

@@ -12,10 +12,14 @@
 mod e2e_common;
 
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e2e_common::*;
+use judge_runner::protocol::JobState;
 use nix::sys::signal::Signal;
+
+const LONG: Duration = Duration::from_secs(90);
 
 /// `--first-box 3600 --slots 2` holds 3600, 3601, 4100, 4101: a daemon with
 /// `--first-box 3601` (3601 and 4101) exits 1 before its first claim, naming
@@ -79,4 +83,53 @@ async fn overlapping_box_ids_refused_naming_them() {
     let third = scene.daemon(&serve.url, &b.key, 3601, "c.log");
     third.wait_started().await;
     third.signal(Signal::SIGTERM);
+}
+
+/// A tiny HTTP server on another port (another origin): serves `bytes` on any
+/// path and records the `Authorization` header of every request.
+async fn cdn(bytes: Vec<u8>) -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let record = Arc::clone(&record);
+        let bytes = bytes.clone();
+        async move {
+            record.lock().unwrap().push(
+                headers
+                    .get(axum::http::header::AUTHORIZATION)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+            );
+            bytes
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), seen)
+}
+
+/// The Server hands out package URLs on another origin (`--public-url` naming
+/// a CDN on another port): the daemon fetches the package there without its
+/// key, and judges the job to Accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn package_on_another_origin_gets_no_key() {
+    let scene = Scene::new("origin");
+    let package = slow_problem(scene.dir.path(), 1);
+    let bytes = judge_runner::demo::examples::tar_gz(&package).unwrap();
+    let (cdn_url, seen) = cdn(bytes).await;
+    let serve = Serve::start_with(
+        &ServeOpts::sqlite(scene.dir.path(), 30),
+        &scene.path("serve.log"),
+        &["--public-url", &cdn_url],
+    );
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &package).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = submit_echo(&manager, problem, 0.0).await;
+    let _daemon = scene.daemon(&serve.url, &a.key, 3610, "a.log");
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, vec![None], "the CDN was asked once, without the key");
+    assert!(!scene.logs().contains(&a.key), "the key is never logged");
 }

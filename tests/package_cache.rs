@@ -12,7 +12,9 @@ mod package_common;
 use std::path::Path;
 use std::time::Duration;
 
-use judge_runner::package::{self, Cache, FetchFailure, FetchPolicy, PackageError, UnpackLimits};
+use judge_runner::package::{
+    self, Cache, FetchFailure, FetchPolicy, PackageError, ServerKey, UnpackLimits,
+};
 use package_common::{
     Item, Reply, TestServer, problem_dir, sha256_hex, tar_gz_bytes, tar_gz_of_dir, tree,
 };
@@ -404,25 +406,86 @@ async fn downloads_through_the_callers_client_with_its_key() {
         }
     ));
     drop(anonymous);
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(
-        reqwest::header::AUTHORIZATION,
-        "Bearer runner-key".parse().unwrap(),
-    );
-    let client = reqwest::Client::builder()
-        .default_headers(headers)
-        .build()
-        .unwrap();
-    let keyed = Cache::open_with_client(
+    let key = ServerKey::new(&format!("http://{}", server.addr), "runner-key").unwrap();
+    let keyed = Cache::open_with_key(
         dir.path(),
         1 << 30,
         UnpackLimits::default(),
         quick_policy(),
-        client,
+        Some(key),
     )
     .unwrap();
     keyed.get(&server.url("hello"), &sha).await.unwrap();
     assert_eq!(server.hits("hello"), 2);
+}
+
+/// The key goes to its origin only (CONTRACT §5): a package URL on another
+/// origin (another port here, as a CDN would be another host) is fetched
+/// without it, and so is one the Server's origin redirects to another origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_goes_to_its_origin_only() {
+    let server = TestServer::start().await;
+    let cdn = TestServer::start().await;
+    let (bytes, sha) = hello();
+    let (other_bytes, other_sha) = {
+        let bytes = tar_gz_bytes(&[Item::File("problem.yaml", b"name: other\n")]);
+        let sha = sha256_hex(&bytes);
+        (bytes, sha)
+    };
+    server.add("own", bytes.clone());
+    cdn.add("hello", bytes);
+    cdn.add("other", other_bytes);
+    server.add("moved", Vec::new());
+    server.script("moved", vec![Reply::Redirect(cdn.url("other"))]);
+    let dir = tempfile::tempdir().unwrap();
+    // Written with the default port left implicit or not, the origin is the same.
+    let key = ServerKey::new(&format!("http://{}/", server.addr), "runner-key").unwrap();
+    assert!(key.applies_to(&server.url("own")));
+    assert!(!key.applies_to(&cdn.url("hello")));
+    let default_port = ServerKey::new("https://judge.example", "k").unwrap();
+    assert!(default_port.applies_to("https://judge.example:443/api/packages/x"));
+    assert!(!default_port.applies_to("http://judge.example/api/packages/x"));
+    assert!(!default_port.applies_to("https://cdn.judge.example/x"));
+
+    let cache = Cache::open_with_key(
+        dir.path(),
+        1 << 30,
+        UnpackLimits::default(),
+        quick_policy(),
+        Some(key),
+    )
+    .unwrap();
+    cache.get(&server.url("own"), &sha).await.unwrap();
+    assert_eq!(
+        server.authorizations(),
+        vec![Some("Bearer runner-key".to_string())],
+        "the Server's origin gets the key"
+    );
+    // A cache hit would not ask anybody: a fresh cache for the same bytes.
+    let dir2 = tempfile::tempdir().unwrap();
+    let key = ServerKey::new(&format!("http://{}", server.addr), "runner-key").unwrap();
+    let other = Cache::open_with_key(
+        dir2.path(),
+        1 << 30,
+        UnpackLimits::default(),
+        quick_policy(),
+        Some(key),
+    )
+    .unwrap();
+    other.get(&cdn.url("hello"), &sha).await.unwrap();
+    other.get(&server.url("moved"), &other_sha).await.unwrap();
+    assert_eq!(cdn.hits("hello"), 1);
+    assert_eq!(cdn.hits("other"), 1);
+    assert_eq!(
+        cdn.authorizations(),
+        vec![None, None],
+        "another origin never sees the key, asked directly or redirected to"
+    );
+    assert_eq!(
+        server.authorizations().len(),
+        2,
+        "the redirect came from the Server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

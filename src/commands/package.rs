@@ -62,7 +62,25 @@ fn fetch(args: &PackageFetchArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    let cache = match Cache::open(&args.cache, args.cache_size.bytes(), limits(&args.unpack)) {
+    let key = match args
+        .key
+        .as_deref()
+        .map(|k| package::ServerKey::new(&args.url, k))
+    {
+        None => None,
+        Some(Ok(key)) => Some(key),
+        Some(Err(err)) => {
+            eprintln!("judge-runner package fetch: {err}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let cache = match Cache::open_with_key(
+        &args.cache,
+        args.cache_size.bytes(),
+        limits(&args.unpack),
+        package::FetchPolicy::default(),
+        key,
+    ) {
         Ok(cache) => cache,
         Err(err) => return fail("fetch", &err),
     };

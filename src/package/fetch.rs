@@ -62,6 +62,58 @@ impl FetchPolicy {
     }
 }
 
+/// A bearer key sent with a download only when the URL is on one origin (the
+/// Server's: scheme, host and port of `--server`), never to another (a CDN, an
+/// object store a package URL may name). A redirect to another origin drops it
+/// too (reqwest strips `Authorization` when the host, port or scheme changes).
+#[derive(Clone)]
+pub struct ServerKey {
+    origin: reqwest::Url,
+    header: reqwest::header::HeaderValue,
+}
+
+impl std::fmt::Debug for ServerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerKey")
+            .field("origin", &self.origin.origin().ascii_serialization())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerKey {
+    /// `key` for URLs on the origin of `server` (an absolute http(s) URL).
+    pub fn new(server: &str, key: &str) -> Result<ServerKey, ServerKeyError> {
+        let bad = |detail: String| ServerKeyError {
+            server: server.to_string(),
+            detail,
+        };
+        let origin = reqwest::Url::parse(server).map_err(|e| bad(e.to_string()))?;
+        if !matches!(origin.scheme(), "http" | "https") || origin.host().is_none() {
+            return Err(bad(
+                "expected an http:// or https:// URL with a host".to_string()
+            ));
+        }
+        let mut header = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+            .map_err(|_| bad("the key is not a valid HTTP header value".to_string()))?;
+        header.set_sensitive(true);
+        Ok(ServerKey { origin, header })
+    }
+
+    /// Whether `url` is on the key's origin (scheme, host, port; a default
+    /// port written out or left implicit is the same port).
+    pub fn applies_to(&self, url: &str) -> bool {
+        reqwest::Url::parse(url).is_ok_and(|u| u.origin() == self.origin.origin())
+    }
+}
+
+/// A `--server` URL or key [`ServerKey::new`] cannot use.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot send the key to {server:?}: {detail}")]
+pub struct ServerKeyError {
+    pub server: String,
+    pub detail: String,
+}
+
 /// What one attempt left behind.
 enum AttemptError {
     /// Another attempt may succeed.
@@ -80,6 +132,7 @@ pub(crate) struct Downloaded {
 /// Downloads `url` to `dest` (created or truncated), at most `max_bytes`.
 pub(crate) async fn download(
     client: &reqwest::Client,
+    key: Option<&ServerKey>,
     url: &str,
     dest: &Path,
     max_bytes: u64,
@@ -89,7 +142,7 @@ pub(crate) async fn download(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let failure = match attempt_once(client, url, dest, max_bytes).await {
+        let failure = match attempt_once(client, key, url, dest, max_bytes).await {
             Ok(done) => return Ok(done),
             Err(AttemptError::Local(err)) => return Err(err),
             Err(AttemptError::Final(failure)) => failure,
@@ -110,6 +163,7 @@ pub(crate) async fn download(
 
 async fn attempt_once(
     client: &reqwest::Client,
+    key: Option<&ServerKey>,
     url: &str,
     dest: &Path,
     max_bytes: u64,
@@ -123,7 +177,11 @@ async fn attempt_once(
             AttemptError::Transient(failure)
         }
     };
-    let mut response = client.get(url).send().await.map_err(transport)?;
+    let mut request = client.get(url);
+    if let Some(key) = key.filter(|k| k.applies_to(url)) {
+        request = request.header(reqwest::header::AUTHORIZATION, key.header.clone());
+    }
+    let mut response = request.send().await.map_err(transport)?;
     let status = response.status();
     if !status.is_success() {
         let failure = FetchFailure::Status(status.as_u16());

@@ -133,11 +133,6 @@ impl Client {
         &self.base
     }
 
-    /// The `Authorization` header value of every call (packages too).
-    pub fn bearer(&self) -> String {
-        format!("Bearer {}", self.key)
-    }
-
     /// The package's URL made absolute (the contract allows a relative one).
     pub fn package_url(&self, package: &PackageRef) -> Result<String, ClientError> {
         self.base

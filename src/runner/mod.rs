@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::judge::{Judge, JudgeConfig, LanguageConfigError, LanguageTable, ValidatorCache};
-use crate::package::{Cache, FetchPolicy, PackageError, UnpackLimits};
+use crate::package::{Cache, FetchPolicy, PackageError, ServerKey, UnpackLimits};
 
 pub use client::{Client, ClientError, WorkRef};
 pub use metrics::Metrics;
@@ -275,35 +275,22 @@ pub fn default_slots() -> usize {
     slot::usable_cpus().len().saturating_sub(1).max(1)
 }
 
-/// Downloads carry the Runner key: `GET /api/packages/{sha256}` is a Runner call.
+/// Downloads from the Server's origin carry the Runner key (`GET
+/// /api/packages/{sha256}` is a Runner call); a package URL on another origin
+/// (a CDN, an object store) is fetched without it (CONTRACT §5).
 fn open_cache(config: &Config, client: &Client) -> Result<Cache, RunnerError> {
-    let policy = FetchPolicy::default();
-    let mut headers = reqwest::header::HeaderMap::new();
-    let mut bearer = reqwest::header::HeaderValue::from_str(&client.bearer()).map_err(|_| {
+    let key = ServerKey::new(client.base_url().as_str(), &config.key).map_err(|e| {
         RunnerError::Client(ClientError::BadUrl {
             url: config.server.clone(),
-            detail: "the Runner key is not a valid HTTP header value".to_string(),
+            detail: e.detail,
         })
     })?;
-    bearer.set_sensitive(true);
-    headers.insert(reqwest::header::AUTHORIZATION, bearer);
-    let http = reqwest::Client::builder()
-        .default_headers(headers)
-        .connect_timeout(policy.connect_timeout)
-        .read_timeout(policy.read_timeout)
-        .build()
-        .map_err(|e| {
-            RunnerError::Client(ClientError::BadUrl {
-                url: config.server.clone(),
-                detail: e.to_string(),
-            })
-        })?;
-    Ok(Cache::open_with_client(
+    Ok(Cache::open_with_key(
         &config.cache_dir,
         config.cache_size,
         config.unpack,
-        policy,
-        http,
+        FetchPolicy::default(),
+        Some(key),
     )?)
 }
 

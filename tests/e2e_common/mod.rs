@@ -60,6 +60,11 @@ impl ServeOpts {
 
 impl Serve {
     pub fn start(opts: &ServeOpts, log: &Path) -> Serve {
+        Serve::start_with(opts, log, &[])
+    }
+
+    /// [`Serve::start`] with more flags (`--public-url URL`, ...).
+    pub fn start_with(opts: &ServeOpts, log: &Path, extra: &[&str]) -> Serve {
         let stderr = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -77,6 +82,7 @@ impl Serve {
             .arg(&opts.storage)
             .args(["--lease-seconds", &opts.lease_seconds.to_string()])
             .args(["--reap-interval", "0.5"])
+            .args(extra)
             .env("JUDGE_MANAGER_TOKEN", TOKEN)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())

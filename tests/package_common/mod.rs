@@ -184,6 +184,8 @@ pub enum Reply {
     Other(Vec<u8>),
     /// Waits, then sends the package whole.
     Slow(Duration),
+    /// `302 Found` to this URL.
+    Redirect(String),
 }
 
 #[derive(Default)]
@@ -193,6 +195,8 @@ struct ServerState {
     default_delay: Mutex<Option<Duration>>,
     token: Mutex<Option<String>>,
     hits: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    /// The `Authorization` header of every request, in order.
+    authorizations: Mutex<Vec<Option<String>>>,
 }
 
 /// A real HTTP server on 127.0.0.1:0, serving `/pkg/{name}`.
@@ -247,6 +251,11 @@ impl TestServer {
         format!("http://{}/pkg/{name}", self.addr)
     }
 
+    /// The `Authorization` header of every request so far (`None`: none sent).
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.state.authorizations.lock().unwrap().clone()
+    }
+
     pub fn hits(&self, name: &str) -> usize {
         self.state
             .hits
@@ -275,6 +284,11 @@ async fn serve_package(
         .entry(name.clone())
         .or_default()
         .fetch_add(1, Ordering::SeqCst);
+    state.authorizations.lock().unwrap().push(
+        headers
+            .get(header::AUTHORIZATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+    );
     let reply = state
         .scripts
         .lock()
@@ -308,6 +322,7 @@ async fn serve_package(
         }
         Reply::Status(code) => StatusCode::from_u16(code).unwrap().into_response(),
         Reply::Other(other) => other.into_response(),
+        Reply::Redirect(to) => (StatusCode::FOUND, [(header::LOCATION, to)]).into_response(),
         Reply::Truncated => {
             let half = bytes[..bytes.len() / 2].to_vec();
             let chunks: Vec<Result<Vec<u8>, std::io::Error>> = vec![

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 
 use super::error::PackageError;
-use super::fetch::{Downloaded, download};
+use super::fetch::{Downloaded, ServerKey, download};
 use super::hash::is_sha256_hex;
 use super::parse::find_problem_root;
 use super::unpack::{UnpackLimits, UnpackSummary, unpack_into};
@@ -42,6 +42,8 @@ struct Inner {
     limits: UnpackLimits,
     policy: FetchPolicy,
     client: reqwest::Client,
+    /// Sent with downloads from its origin only.
+    key: Option<ServerKey>,
     flights: Mutex<HashMap<String, Flight>>,
 }
 
@@ -87,20 +89,21 @@ impl Cache {
         limits: UnpackLimits,
         policy: FetchPolicy,
     ) -> Result<Cache, PackageError> {
-        let client = policy.client()?;
-        Cache::open_with_client(root, size_budget, limits, policy, client)
+        Cache::open_with_key(root, size_budget, limits, policy, None)
     }
 
-    /// Like `open_with`, downloading through `client`: a Runner passes the client
-    /// that carries its key (`GET /api/packages/{sha256}` needs it). The client's
-    /// own timeouts then apply instead of the policy's.
-    pub fn open_with_client(
+    /// Like `open_with`, sending `key` as bearer token with the downloads from
+    /// its origin (a Runner's key to its Server: `GET /api/packages/{sha256}`
+    /// needs it), and with no other: a package URL on another origin is fetched
+    /// without it.
+    pub fn open_with_key(
         root: &Path,
         size_budget: u64,
         limits: UnpackLimits,
         policy: FetchPolicy,
-        client: reqwest::Client,
+        key: Option<ServerKey>,
     ) -> Result<Cache, PackageError> {
+        let client = policy.client()?;
         let store = Store::open(root)?;
         store.clean_up()?;
         let cache = Cache {
@@ -109,6 +112,7 @@ impl Cache {
                 budget: size_budget,
                 limits,
                 client,
+                key,
                 policy,
                 flights: Mutex::new(HashMap::new()),
             }),
@@ -255,6 +259,7 @@ impl Inner {
         let archive = self.store.temp_path(sha, "download");
         let downloaded = download(
             &self.client,
+            self.key.as_ref(),
             url,
             &archive,
             self.limits.max_unpacked,
