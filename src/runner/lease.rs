@@ -191,16 +191,40 @@ mod tests {
     use axum::http::StatusCode;
     use axum::routing::post;
 
-    /// What a stand-in Server saw: progress values in order, renewals.
+    /// What a stand-in Server saw: progress values in order, renewals (and
+    /// when), how many progress calls were in flight at most.
     #[derive(Default)]
     struct Seen {
         progress: Mutex<Vec<(u64, u64)>>,
         renewals: AtomicU64,
+        renewed_at: Mutex<Vec<Instant>>,
+        in_flight: AtomicU64,
+        max_in_flight: AtomicU64,
     }
 
-    /// A Server that answers progress after `delay`, renewals at once, and
-    /// `lease.lost` to everything once `lose` is set.
-    async fn stand_in(delay: Duration, lose: bool) -> (Client, Arc<Seen>) {
+    /// Holds the stand-in's progress answers until opened.
+    fn closed_gate() -> Arc<tokio::sync::Semaphore> {
+        Arc::new(tokio::sync::Semaphore::new(0))
+    }
+
+    fn open_gate() -> Arc<tokio::sync::Semaphore> {
+        Arc::new(tokio::sync::Semaphore::new(
+            tokio::sync::Semaphore::MAX_PERMITS,
+        ))
+    }
+
+    /// Polls `done` until it holds; a generous deadline only against a hang.
+    async fn eventually(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "never: {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// A Server that answers progress once `gate` gives it a permit, renewals at
+    /// once, and `lease.lost` to everything once `lose` is set.
+    async fn stand_in(gate: Arc<tokio::sync::Semaphore>, lose: bool) -> (Client, Arc<Seen>) {
         let seen = Arc::new(Seen::default());
         let (p, r) = (Arc::clone(&seen), Arc::clone(&seen));
         let lost = || {
@@ -213,9 +237,12 @@ mod tests {
             .route(
                 "/api/jobs/1/progress",
                 post(move |Json(body): Json<serde_json::Value>| {
-                    let p = Arc::clone(&p);
+                    let (p, gate) = (Arc::clone(&p), Arc::clone(&gate));
                     async move {
-                        tokio::time::sleep(delay).await;
+                        let now = p.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        p.max_in_flight.fetch_max(now, Ordering::SeqCst);
+                        gate.acquire().await.unwrap().forget();
+                        p.in_flight.fetch_sub(1, Ordering::SeqCst);
                         if lose {
                             return lost();
                         }
@@ -237,6 +264,7 @@ mod tests {
                         if lose {
                             return lost();
                         }
+                        r.renewed_at.lock().unwrap().push(Instant::now());
                         r.renewals.fetch_add(1, Ordering::SeqCst);
                         (
                             StatusCode::OK,
@@ -259,31 +287,37 @@ mod tests {
         }
     }
 
+    /// While a progress call is in flight no other is sent, and the next one
+    /// carries the latest value: a burst of 99 values behind a call the Server
+    /// holds costs exactly one more call. The Server is held by a gate, not a
+    /// delay, so the count does not depend on how busy the machine is.
     #[tokio::test]
     async fn a_burst_of_progress_is_coalesced_while_a_call_is_in_flight() {
-        let (client, seen) = stand_in(Duration::from_millis(150), false).await;
+        let gate = closed_gate();
+        let (client, seen) = stand_in(Arc::clone(&gate), false).await;
         let metrics = Arc::new(Metrics::default());
         let keeper = LeaseKeeper::start(client, lease(120), Arc::clone(&metrics));
-        for done in 1..=100 {
+        keeper.progress(1, 100);
+        eventually("the first progress call reaches the Server", || {
+            seen.in_flight.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        for done in 2..=100 {
             keeper.progress(done, 100);
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            tokio::task::yield_now().await;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        gate.add_permits(1_000);
+        eventually("the latest value is delivered", || {
+            seen.progress.lock().unwrap().last() == Some(&(100, 100))
+        })
+        .await;
         keeper.finish().await;
         let progress = seen.progress.lock().unwrap().clone();
-        assert!(
-            progress.len() <= 4,
-            "{} calls for 100 tests: {progress:?}",
-            progress.len()
-        );
+        assert_eq!(progress, [(1, 100), (100, 100)]);
         assert_eq!(
-            progress.last(),
-            Some(&(100, 100)),
-            "the latest value is delivered"
-        );
-        assert!(
-            progress.windows(2).all(|w| w[0].0 < w[1].0),
-            "in order: {progress:?}"
+            seen.max_in_flight.load(Ordering::SeqCst),
+            1,
+            "one call at a time"
         );
         assert_eq!(
             seen.renewals.load(Ordering::SeqCst),
@@ -292,29 +326,50 @@ mod tests {
         );
     }
 
+    /// With nothing else sent, renewals come, and never sooner than a third of
+    /// the lease after the previous one (a loaded machine may make them later).
     #[tokio::test]
     async fn renewals_come_every_third_of_the_lease_when_nothing_else_is_sent() {
-        let (client, seen) = stand_in(Duration::ZERO, false).await;
+        let (client, seen) = stand_in(open_gate(), false).await;
         let metrics = Arc::new(Metrics::default());
-        let keeper = LeaseKeeper::start(client, lease(3), Arc::clone(&metrics));
-        tokio::time::sleep(Duration::from_millis(3500)).await;
+        let started = Instant::now();
+        let lease = lease(3);
+        let period = lease.renewal_period();
+        let keeper = LeaseKeeper::start(client, lease, Arc::clone(&metrics));
+        eventually("two renewals", || seen.renewals.load(Ordering::SeqCst) >= 2).await;
         keeper.finish().await;
-        let renewals = seen.renewals.load(Ordering::SeqCst);
-        assert!(
-            (2..=3).contains(&renewals),
-            "{renewals} renewals in 3.5 s of a 3 s lease"
+        let at = seen.renewed_at.lock().unwrap().clone();
+        let mut previous = started;
+        for (n, when) in at.iter().enumerate() {
+            assert!(
+                *when >= previous + period,
+                "renewal {n} came {:?} after the previous one (period {period:?})",
+                *when - previous
+            );
+            previous = *when;
+        }
+        assert_eq!(
+            metrics.lease_renewals(),
+            seen.renewals.load(Ordering::SeqCst)
         );
-        assert_eq!(metrics.lease_renewals(), renewals);
+        assert!(seen.progress.lock().unwrap().is_empty());
     }
 
+    /// `lease.lost` stops the work at once: well before the first renewal is due.
     #[tokio::test]
     async fn lease_lost_fires_at_once() {
-        let (client, _) = stand_in(Duration::ZERO, true).await;
+        let (client, _) = stand_in(open_gate(), true).await;
         let metrics = Arc::new(Metrics::default());
-        let keeper = LeaseKeeper::start(client, lease(120), Arc::clone(&metrics));
+        let lease = lease(120);
+        let period = lease.renewal_period();
+        let keeper = LeaseKeeper::start(client, lease, Arc::clone(&metrics));
         keeper.progress(1, 10);
-        let fired = tokio::time::timeout(Duration::from_secs(1), keeper.lost().cancelled()).await;
-        assert!(fired.is_ok(), "lease.lost not noticed within 1 s");
+        let fired = tokio::time::timeout(period / 2, keeper.lost().cancelled()).await;
+        assert!(
+            fired.is_ok(),
+            "lease.lost not noticed within {:?}",
+            period / 2
+        );
         assert_eq!(metrics.leases_lost(), 1);
         keeper.finish().await;
     }
