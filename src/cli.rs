@@ -37,6 +37,27 @@ pub enum Command {
     Daemon(DaemonArgs),
     /// Run the whole system on this machine with the bundled example problems
     Demo(DemoArgs),
+    /// Check that this host can judge, and measure its sandbox's overhead
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Print one JSON object instead of one line per check
+    #[arg(long)]
+    pub json: bool,
+    /// Runs of /bin/true in a slot and as a plain fork+exec, interleaved
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Parent cgroup the runner owns; the check's slot lives below it
+    #[arg(long, value_name = "NAME", default_value = "judge-runner")]
+    pub cgroup_parent: String,
+    /// The box the check runs in (its uid 60000+N); pick one no daemon uses
+    #[arg(long, value_name = "N", default_value_t = 999)]
+    pub box_id: u32,
+    /// Language table (YAML) whose toolchains are checked [default: the built-in one]
+    #[arg(long, value_name = "FILE")]
+    pub languages: Option<PathBuf>,
 }
 
 /// `--max-entries` / `--max-unpacked`: the unpacking limits shared by `judge`,

@@ -1,6 +1,7 @@
 //! One entry per subcommand: turn parsed arguments into calls of the modules, print
 //! what the contract says, and answer an exit status. Sits on top of every module.
 
+mod check;
 mod daemon;
 mod judge;
 mod package;
@@ -25,7 +26,11 @@ pub const EXIT_FAILURE: u8 = 1;
 pub fn init_tracing(command: &Command) {
     let default = match command {
         Command::Serve(_) | Command::Daemon(_) => "info",
-        Command::Sandbox(_) | Command::Judge(_) | Command::Package(_) | Command::Demo(_) => "warn",
+        Command::Sandbox(_)
+        | Command::Judge(_)
+        | Command::Package(_)
+        | Command::Demo(_)
+        | Command::Check(_) => "warn",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     // Colours only for a person at a terminal: journald and files get plain text.
@@ -51,5 +56,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Daemon(args) => daemon::run(args),
         Command::Demo(args) => crate::demo::run(args),
+        Command::Check(args) => check::run(args),
     }
 }

@@ -55,6 +55,8 @@ pub enum SandboxError {
     StdioTaken(&'static str),
     #[error("the run was cancelled")]
     Cancelled,
+    #[error("host check: {reason}")]
+    HostCheck { reason: String },
     #[error("{run}; cleanup also failed: {cleanup}")]
     WithCleanup {
         run: Box<SandboxError>,

@@ -10,6 +10,7 @@ mod boxlock;
 mod cgroup;
 mod child;
 mod error;
+pub mod host;
 mod launcher;
 mod mount;
 mod plan;
@@ -21,7 +22,10 @@ mod spawn;
 mod sys;
 
 pub use boxlock::{BOX_LOCK_DIR_ENV, BoxHolder, BoxLock, BoxLockError, DEFAULT_BOX_LOCK_DIR};
-pub use cgroup::{children_of_parent, remove_parent, version as cgroup_version};
+pub use cgroup::{
+    CgroupFacts, children_of_parent, facts as cgroup_facts, remove_parent,
+    version as cgroup_version,
+};
 pub use error::SandboxError;
 pub use plan::{
     BOX_UID_BASE, Bind, Cancel, DEFAULT_CGROUP_PARENT, Limits, Plan, SeccompPolicy, Stdio,

@@ -305,3 +305,30 @@ fn validate_name(name: &str) -> Result<(), SandboxError> {
         )))
     }
 }
+
+/// What `judge-runner check` reports of the host's cgroups: the version, the
+/// controllers a slot gets, and the optional features the sandbox uses when the
+/// kernel has them.
+#[derive(Debug, Clone)]
+pub struct CgroupFacts {
+    /// "v1" or "v2".
+    pub version: &'static str,
+    /// Where the runs' cgroups live (v2: the delegated base; v1: the memory mount).
+    pub base: std::path::PathBuf,
+    /// The controllers a run's cgroup gets.
+    pub controllers: Vec<String>,
+    /// Controllers the sandbox uses when present but can do without (pinning).
+    pub missing_optional: Vec<String>,
+    /// v1: `memory.memsw.*` exists, so the memory limit also bounds swap.
+    pub swap_accounted: bool,
+    /// v2: `memory.peak` exists (Linux ≥ 5.19); else the peak is sampled.
+    pub memory_peak: Option<bool>,
+}
+
+/// Detects (and on v2 prepares, as every slot would) the hierarchy and describes it.
+pub fn facts() -> Result<CgroupFacts, SandboxError> {
+    Ok(match hierarchy()? {
+        Hierarchy::V1(m) => m.facts(),
+        Hierarchy::V2(b) => b.facts(),
+    })
+}

@@ -49,6 +49,23 @@ impl Mounts {
         })
     }
 
+    pub(crate) fn facts(&self) -> super::CgroupFacts {
+        let mut controllers = vec!["memory", "cpuacct", "pids", "freezer"];
+        let mut missing_optional = Vec::new();
+        match self.cpuset {
+            Some(_) => controllers.push("cpuset"),
+            None => missing_optional.push("cpuset".to_string()),
+        }
+        super::CgroupFacts {
+            version: "v1",
+            base: self.memory.clone(),
+            controllers: controllers.into_iter().map(str::to_string).collect(),
+            missing_optional,
+            swap_accounted: self.memory.join("memory.memsw.limit_in_bytes").exists(),
+            memory_peak: None,
+        }
+    }
+
     pub(crate) fn parent_dirs(&self, parent: &str) -> Vec<PathBuf> {
         let mut roots = vec![&self.memory, &self.cpuacct, &self.pids, &self.freezer];
         roots.extend(self.cpuset.as_ref());

@@ -83,6 +83,28 @@ impl Base {
         Ok(Base { path, controllers })
     }
 
+    pub(crate) fn facts(&self) -> super::CgroupFacts {
+        let controllers: Vec<String> = self
+            .controllers
+            .split_whitespace()
+            .map(|c| c.trim_start_matches('+').to_string())
+            .collect();
+        let missing_optional = ["cpu", "cpuset"]
+            .iter()
+            .filter(|c| !controllers.iter().any(|have| have == *c))
+            .map(|c| c.to_string())
+            .collect();
+        super::CgroupFacts {
+            version: "v2",
+            base: self.path.clone(),
+            controllers,
+            missing_optional,
+            // Each run sets memory.swap.max to 0 where the kernel has it.
+            swap_accounted: self.path.join("memory.swap.max").exists(),
+            memory_peak: Some(!disable_peak_for_tests() && self.path.join("memory.peak").exists()),
+        }
+    }
+
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
