@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// State of an EvaluationJob (and of a Trial). Completed, Failed, Cancelled and
 /// Superseded are final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum JobState {
     Queued,
     Running,

@@ -18,14 +18,14 @@ pub type Id = i64;
 pub type Timestamp = DateTime<Utc>;
 
 /// Every error answer: `{"error": "<code>", "message": "..."}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub error: String,
     pub message: String,
 }
 
 /// A file of a submission or trial: UTF-8 `content`, or `content_base64` for any bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmissionFile {
     pub name: String,
@@ -85,7 +85,7 @@ impl SubmissionFile {
 // Runner calls
 
 /// `POST /api/jobs/claim`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClaimRequest {
     pub languages: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,7 +94,7 @@ pub struct ClaimRequest {
 
 /// Where a Runner gets the package of a claim. `url` may be absolute or relative to
 /// the Server's base URL.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PackageRef {
     pub url: String,
     pub sha256: String,
@@ -102,22 +102,22 @@ pub struct PackageRef {
 }
 
 /// `200` answer of a claim: a job or a trial.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Claim {
     Job(JobClaim),
     Trial(TrialClaim),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobClaim {
-    pub job_id: Id,
-    pub submission_id: Id,
+    pub job_id: i64,
+    pub submission_id: i64,
     pub attempt: i64,
     pub lease_token: String,
     pub lease_seconds: u64,
-    pub lease_expires_at: Timestamp,
-    pub problem_version_id: Id,
+    pub lease_expires_at: DateTime<Utc>,
+    pub problem_version_id: i64,
     pub package: PackageRef,
     /// The version's time limit for a package that names none (seconds).
     pub time_limit: Option<f64>,
@@ -125,12 +125,12 @@ pub struct JobClaim {
     pub files: Vec<SubmissionFile>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TrialClaim {
-    pub trial_id: Id,
+    pub trial_id: i64,
     pub lease_token: String,
     pub lease_seconds: u64,
-    pub lease_expires_at: Timestamp,
+    pub lease_expires_at: DateTime<Utc>,
     pub package: PackageRef,
     #[serde(default)]
     pub time_limit: Option<f64>,
@@ -139,7 +139,7 @@ pub struct TrialClaim {
 }
 
 /// `POST /api/{jobs,trials}/{id}/lease`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LeaseRenewal {
     pub lease_token: String,
@@ -151,13 +151,13 @@ pub struct LeaseRenewal {
     pub attempt: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LeaseRenewed {
-    pub lease_expires_at: Timestamp,
+    pub lease_expires_at: DateTime<Utc>,
 }
 
 /// `POST /api/{jobs,trials}/{id}/progress`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProgressBody {
     pub lease_token: String,
@@ -170,7 +170,7 @@ pub struct ProgressBody {
 }
 
 /// `POST /api/{jobs,trials}/{id}/release`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseBody {
     pub lease_token: String,
@@ -181,7 +181,7 @@ pub struct ReleaseBody {
 }
 
 /// `POST /api/jobs/{id}/result`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultBody {
     pub lease_token: String,
@@ -201,7 +201,7 @@ pub struct ResultBody {
 }
 
 /// `POST /api/{jobs,trials}/{id}/failure`: an infrastructure failure, never a verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FailureBody {
     pub lease_token: String,
@@ -214,7 +214,7 @@ pub struct FailureBody {
 }
 
 /// One test's timing in a Trial result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Timing {
     pub test: String,
     pub status: String,
@@ -224,7 +224,7 @@ pub struct Timing {
 }
 
 /// `POST /api/trials/{id}/result`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrialResultBody {
     pub lease_token: String,
@@ -233,13 +233,13 @@ pub struct TrialResultBody {
 
 /// `200` answer of a release, failure or result: the state the call left the
 /// job (or trial) in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StateAnswer {
     pub state: JobState,
 }
 
 /// `200` answer of `PUT /api/jobs/{id}/files/{name}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileStored {
     pub name: String,
     pub size: u64,
@@ -249,55 +249,55 @@ pub struct FileStored {
 // Manager calls
 
 /// `POST /api/runners`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRunner {
     pub name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerCreated {
-    pub runner_id: Id,
+    pub runner_id: i64,
     /// Shown once; the Server keeps only its SHA-256.
     pub key: String,
 }
 
 /// `200` answer of `DELETE /api/runners/{id}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerRevoked {
-    pub runner_id: Id,
+    pub runner_id: i64,
     pub revoked: bool,
     /// Jobs and trials the runner held that went back to Queued (or Failed at the cap).
     pub requeued: u64,
 }
 
 /// `201` answer of `POST /api/problems`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ProblemCreated {
-    pub problem_id: Id,
-    pub problem_version_id: Id,
+    pub problem_id: i64,
+    pub problem_version_id: i64,
     pub sha256: String,
 }
 
 /// `POST /api/submissions`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSubmission {
-    pub problem_id: Id,
+    pub problem_id: i64,
     pub language: String,
     pub files: Vec<SubmissionFile>,
 }
 
 /// `201` answer of a submission or a rejudge.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AttemptCreated {
-    pub submission_id: Id,
-    pub job_id: Id,
+    pub submission_id: i64,
+    pub job_id: i64,
     pub attempt: i64,
 }
 
 /// `POST /api/submissions/{id}/rejudge`
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejudgeRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -305,42 +305,42 @@ pub struct RejudgeRequest {
 }
 
 /// `POST /api/tokens`
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     pub scopes: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TokenCreated {
     pub token: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TrialCreated {
-    pub trial_id: Id,
+    pub trial_id: i64,
 }
 
 // ----------------------------------------------------------------------------------
 // Views
 
 /// `GET /healthz`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Health {
     pub status: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Progress {
     pub done: u64,
     pub total: u64,
 }
 
 /// The outcome of one completed job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResultView {
-    pub evaluation_job_id: Id,
-    pub problem_version_id: Id,
+    pub evaluation_job_id: i64,
+    pub problem_version_id: i64,
     pub score: f64,
     pub max_score: f64,
     pub verdict: String,
@@ -350,19 +350,19 @@ pub struct ResultView {
 }
 
 /// `GET /api/jobs/{id}`: every field of the job, its progress and its Result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobView {
-    pub id: Id,
-    pub submission_id: Id,
+    pub id: i64,
+    pub submission_id: i64,
     pub attempt: i64,
-    pub problem_version_id: Id,
-    pub runner_id: Option<Id>,
+    pub problem_version_id: i64,
+    pub runner_id: Option<i64>,
     pub state: JobState,
     pub lease_token: Option<String>,
     pub lease_seconds: Option<u64>,
-    pub lease_expires_at: Option<Timestamp>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
     pub deliveries: i64,
-    pub acknowledged_at: Option<Timestamp>,
+    pub acknowledged_at: Option<DateTime<Utc>>,
     pub refunds: i64,
     pub releases: i64,
     pub failure_reason: Option<String>,
@@ -374,10 +374,10 @@ pub struct JobView {
 }
 
 /// `GET /api/submissions/{id}`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SubmissionView {
-    pub submission_id: Id,
-    pub problem_id: Id,
+    pub submission_id: i64,
+    pub problem_id: i64,
     pub language: String,
     /// Oldest attempt first.
     pub jobs: Vec<JobView>,
@@ -386,9 +386,9 @@ pub struct SubmissionView {
 }
 
 /// `GET /api/trials/{id}`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TrialView {
-    pub trial_id: Id,
+    pub trial_id: i64,
     pub state: JobState,
     pub timings: Vec<Timing>,
     pub failure_reason: Option<String>,

@@ -21,8 +21,16 @@ use crate::server::db::{DbError, Work};
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::server::packages;
+use crate::server::routes::openapi::{AUTHED, BODY, Binary, MISSING, PACKAGE, SERVER, errors};
 use crate::server::state::AppState;
 use crate::server::storage::{Received, Storage};
+
+errors!(JsonErrors: AUTHED, BODY, SERVER);
+errors!(PathErrors: AUTHED, MISSING, SERVER);
+errors!(ProblemErrors: AUTHED, BODY, MISSING, PACKAGE, SERVER);
+errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER);
+errors!(RejudgeErrors: AUTHED, BODY, MISSING, SERVER, &[(409, &[crate::protocol::codes::error::ATTEMPT_CONFLICT])]);
+errors!(CancelErrors: AUTHED, MISSING, SERVER, &[(409, &[crate::protocol::codes::error::ATTEMPT_FINISHED])]);
 
 /// Longest runner name, language name or file name accepted.
 const MAX_NAME_LEN: usize = 255;
@@ -33,6 +41,14 @@ fn created<T>(body: T) -> Created<T> {
     (StatusCode::CREATED, Json(body))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/runners",
+    tag = "manager",
+    security(("manager_token" = [])),
+    request_body = CreateRunner,
+    responses((status = 201, description = "The key is shown once", body = RunnerCreated), JsonErrors)
+)]
 pub async fn create_runner(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -49,6 +65,14 @@ pub async fn create_runner(
 
 /// Revokes the key; the runner's Running work goes back to Queued as if its lease
 /// had just expired (same refund and cap rules as the reaper).
+#[utoipa::path(
+    delete,
+    path = "/api/runners/{id}",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(("id" = i64, Path, description = "runner id")),
+    responses((status = 200, description = "OK", body = RunnerRevoked), PathErrors)
+)]
 pub async fn revoke_runner(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -79,6 +103,14 @@ pub async fn revoke_runner(
     }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/tokens",
+    tag = "manager",
+    security(("manager_token" = [])),
+    request_body = TokenRequest,
+    responses((status = 201, description = "Created", body = TokenCreated), JsonErrors)
+)]
 pub async fn create_token(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -104,10 +136,13 @@ pub async fn create_token(
     Ok(created(TokenCreated { token }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ProblemQuery {
+    /// Adds a version to this problem instead of creating one.
     problem_id: Option<i64>,
+    /// Seconds, for a package that names no time limit (stored on the version).
     time_limit: Option<f64>,
 }
 
@@ -126,6 +161,15 @@ pub async fn receive_package(state: &AppState, body: Body) -> Result<Received, A
 }
 
 /// `POST /api/problems`: the body is the package `.tar.gz`.
+#[utoipa::path(
+    post,
+    path = "/api/problems",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(ProblemQuery),
+    request_body(content = Binary, content_type = "application/gzip", description = "The package `.tar.gz`"),
+    responses((status = 201, description = "Created", body = ProblemCreated), ProblemErrors)
+)]
 pub async fn create_problem(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -197,6 +241,14 @@ pub fn check_files(files: &[SubmissionFile]) -> Result<(), ApiError> {
     Ok(())
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/submissions",
+    tag = "manager",
+    security(("manager_token" = [])),
+    request_body = CreateSubmission,
+    responses((status = 201, description = "Created", body = AttemptCreated), SubmissionErrors)
+)]
 pub async fn create_submission(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -221,6 +273,15 @@ pub async fn create_submission(
     }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/submissions/{id}/rejudge",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(("id" = i64, Path, description = "submission id")),
+    request_body(content = Option<RejudgeRequest>, description = "May be left out"),
+    responses((status = 201, description = "Created", body = AttemptCreated), RejudgeErrors)
+)]
 pub async fn rejudge(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -239,6 +300,14 @@ pub async fn rejudge(
     }))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/jobs/{id}/cancel",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(("id" = i64, Path, description = "job id")),
+    responses((status = 200, description = "The cancelled job", body = JobView), CancelErrors)
+)]
 pub async fn cancel(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -258,6 +327,14 @@ async fn get_job_view(state: &AppState, job_id: i64) -> Result<JobView, ApiError
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/jobs/{id}",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(("id" = i64, Path, description = "job id")),
+    responses((status = 200, description = "OK", body = JobView), PathErrors)
+)]
 pub async fn get_job(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -266,6 +343,14 @@ pub async fn get_job(
     get_job_view(&state, job_id).await.map(Json)
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/submissions/{id}",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(("id" = i64, Path, description = "submission id")),
+    responses((status = 200, description = "OK", body = SubmissionView), PathErrors)
+)]
 pub async fn get_submission(
     State(state): State<AppState>,
     _: ManagerAuth,
@@ -282,6 +367,14 @@ pub async fn get_submission(
 }
 
 /// `GET /api/jobs/{id}/files/{name}`: an attachment's bytes, streamed.
+#[utoipa::path(
+    get,
+    path = "/api/jobs/{id}/files/{name}",
+    tag = "manager",
+    security(("manager_token" = [])),
+    params(("id" = i64, Path, description = "job id"), ("name" = String, Path, description = "`details` or `log`")),
+    responses((status = 200, description = "The attachment's bytes", content_type = "application/octet-stream", body = Binary), PathErrors)
+)]
 pub async fn get_file(
     State(state): State<AppState>,
     _: ManagerAuth,

@@ -1,6 +1,7 @@
 //! The HTTP surface (`../shared/CONTRACT.md` §4), handlers grouped by caller.
 
 pub mod manager;
+pub mod openapi;
 pub mod ops;
 pub mod results;
 pub mod runner;
@@ -8,7 +9,9 @@ pub mod trials;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::routing::{delete, get, post};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::protocol::{
     FailureBody, LeaseRenewal, ProgressBody, ReleaseBody, ResultBody, TrialResultBody,
@@ -18,9 +21,26 @@ use crate::server::db::Work;
 use crate::server::extract::{ApiJson, ApiJsonWithBytes, ApiPath};
 use crate::server::state::AppState;
 
-/// The same lease-bearing handler for jobs and trials: `$name` for `$work`.
+use crate::server::routes::openapi::{AUTHED, BODY, LEASE, MISSING, SERVER, errors};
+
+errors!(LeaseErrors: AUTHED, BODY, MISSING, LEASE, SERVER);
+errors!(ResultErrors: AUTHED, BODY, MISSING, LEASE, SERVER, &[(422, &[crate::protocol::codes::error::RESULT_EXTRA_TOO_LARGE])]);
+
+/// The same lease-bearing handler for jobs and trials: `$name` for `$work` at
+/// `$path`, documented with `$what`.
 macro_rules! lease_handler {
-    ($name:ident, $work:expr, $body:ty, $answer:ty, $target:path) => {
+    ($name:ident, $path:literal, $tag:literal, $what:literal, $work:expr, $body:ty, $answer:ty, $target:path) => {
+        #[doc = $what]
+        #[utoipa::path(
+                    post,
+                    path = $path,
+                    tag = $tag,
+                    description = $what,
+                    security(("runner_key" = [])),
+                    params(("id" = i64, Path)),
+                    request_body = $body,
+                    responses((status = 200, description = "OK", body = $answer), LeaseErrors)
+                )]
         async fn $name(
             State(state): State<AppState>,
             runner: RunnerAuth,
@@ -35,6 +55,9 @@ macro_rules! lease_handler {
 use crate::protocol::{LeaseRenewed, StateAnswer};
 lease_handler!(
     job_lease,
+    "/api/jobs/{id}/lease",
+    "runner",
+    "Renews the lease by `seconds`, else by the job's `lease_seconds`.",
     Work::Job,
     LeaseRenewal,
     LeaseRenewed,
@@ -42,6 +65,9 @@ lease_handler!(
 );
 lease_handler!(
     trial_lease,
+    "/api/trials/{id}/lease",
+    "runner",
+    "Renews a trial's lease by `seconds`, else by its `lease_seconds`.",
     Work::Trial,
     LeaseRenewal,
     LeaseRenewed,
@@ -49,6 +75,9 @@ lease_handler!(
 );
 lease_handler!(
     job_progress,
+    "/api/jobs/{id}/progress",
+    "runner",
+    "Stores progress and renews the lease by `lease_seconds`.",
     Work::Job,
     ProgressBody,
     LeaseRenewed,
@@ -56,6 +85,9 @@ lease_handler!(
 );
 lease_handler!(
     trial_progress,
+    "/api/trials/{id}/progress",
+    "runner",
+    "Stores a trial's progress and renews its lease.",
     Work::Trial,
     ProgressBody,
     LeaseRenewed,
@@ -63,6 +95,9 @@ lease_handler!(
 );
 lease_handler!(
     job_release,
+    "/api/jobs/{id}/release",
+    "runner",
+    "Gives the job back to the queue (the Runner is stopping).",
     Work::Job,
     ReleaseBody,
     StateAnswer,
@@ -70,6 +105,9 @@ lease_handler!(
 );
 lease_handler!(
     trial_release,
+    "/api/trials/{id}/release",
+    "runner",
+    "Gives the trial back to the queue (the Runner is stopping).",
     Work::Trial,
     ReleaseBody,
     StateAnswer,
@@ -77,6 +115,9 @@ lease_handler!(
 );
 lease_handler!(
     job_failure,
+    "/api/jobs/{id}/failure",
+    "runner",
+    "An infrastructure failure: Queued again if retryable and under the delivery cap, else Failed with `failure_reason`.",
     Work::Job,
     FailureBody,
     StateAnswer,
@@ -84,12 +125,25 @@ lease_handler!(
 );
 lease_handler!(
     trial_failure,
+    "/api/trials/{id}/failure",
+    "runner",
+    "An infrastructure failure of a trial.",
     Work::Trial,
     FailureBody,
     StateAnswer,
     runner::failure
 );
 
+/// The job's Result; the same lease token again is idempotent.
+#[utoipa::path(
+    post,
+    path = "/api/jobs/{id}/result",
+    tag = "runner",
+    security(("runner_key" = [])),
+    params(("id" = i64, Path)),
+    request_body = ResultBody,
+    responses((status = 200, description = "OK", body = StateAnswer), ResultErrors)
+)]
 async fn job_result(
     State(state): State<AppState>,
     runner: RunnerAuth,
@@ -99,6 +153,16 @@ async fn job_result(
     results::job_result(&state, runner, id, body, &raw).await
 }
 
+/// A trial's timings; its package is deleted.
+#[utoipa::path(
+    post,
+    path = "/api/trials/{id}/result",
+    tag = "runner",
+    security(("runner_key" = [])),
+    params(("id" = i64, Path)),
+    request_body = TrialResultBody,
+    responses((status = 200, description = "OK", body = StateAnswer), LeaseErrors)
+)]
 async fn trial_result(
     State(state): State<AppState>,
     runner: RunnerAuth,
@@ -108,45 +172,71 @@ async fn trial_result(
     results::trial_result(&state, runner, id, body).await
 }
 
+/// Every documented route, as an `OpenApiRouter` (routes and document from the
+/// same handlers). JSON bodies are limited to `max_body` and uploads to
+/// `max_upload` by [`router`], which knows the configuration.
+pub fn api_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(json_routes())
+        .merge(upload_routes())
+        .merge(ops_routes())
+}
+
+fn json_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(manager::create_runner))
+        .routes(routes!(manager::revoke_runner))
+        .routes(routes!(manager::create_token))
+        .routes(routes!(manager::create_submission))
+        .routes(routes!(manager::get_submission))
+        .routes(routes!(manager::rejudge))
+        .routes(routes!(runner::claim))
+        .routes(routes!(manager::get_job))
+        .routes(routes!(manager::cancel))
+        .routes(routes!(job_lease))
+        .routes(routes!(job_progress))
+        .routes(routes!(job_release))
+        .routes(routes!(job_failure))
+        .routes(routes!(job_result))
+        .routes(routes!(trials::get))
+        .routes(routes!(trial_lease))
+        .routes(routes!(trial_progress))
+        .routes(routes!(trial_release))
+        .routes(routes!(trial_failure))
+        .routes(routes!(trial_result))
+        .routes(routes!(runner::package))
+}
+
+fn upload_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(manager::create_problem))
+        .routes(routes!(trials::create))
+        .routes(routes!(manager::get_file, runner::put_file))
+}
+
+fn ops_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(ops::metrics))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(openapi::openapi_json))
+}
+
 /// Every route of the contract. JSON bodies are limited to `max_body`; package
 /// and attachment uploads to `max_upload` (streamed to disk, never held whole).
 pub fn router(state: AppState) -> Router {
     let json_limit = usize::try_from(state.config.max_body).unwrap_or(usize::MAX);
     let upload_limit = usize::try_from(state.config.max_upload).unwrap_or(usize::MAX);
-    let uploads = Router::new()
-        .route("/api/problems", post(manager::create_problem))
-        .route("/api/trials", post(trials::create))
-        .route(
-            "/api/jobs/{id}/files/{name}",
-            get(manager::get_file).put(runner::put_file),
-        )
-        .layer(DefaultBodyLimit::max(upload_limit));
-    Router::new()
-        .route("/api/runners", post(manager::create_runner))
-        .route("/api/runners/{id}", delete(manager::revoke_runner))
-        .route("/api/tokens", post(manager::create_token))
-        .route("/api/submissions", post(manager::create_submission))
-        .route("/api/submissions/{id}", get(manager::get_submission))
-        .route("/api/submissions/{id}/rejudge", post(manager::rejudge))
-        .route("/api/jobs/claim", post(runner::claim))
-        .route("/api/jobs/{id}", get(manager::get_job))
-        .route("/api/jobs/{id}/cancel", post(manager::cancel))
-        .route("/api/jobs/{id}/lease", post(job_lease))
-        .route("/api/jobs/{id}/progress", post(job_progress))
-        .route("/api/jobs/{id}/release", post(job_release))
-        .route("/api/jobs/{id}/failure", post(job_failure))
-        .route("/api/jobs/{id}/result", post(job_result))
-        .route("/api/trials/{id}", get(trials::get))
-        .route("/api/trials/{id}/lease", post(trial_lease))
-        .route("/api/trials/{id}/progress", post(trial_progress))
-        .route("/api/trials/{id}/release", post(trial_release))
-        .route("/api/trials/{id}/failure", post(trial_failure))
-        .route("/api/trials/{id}/result", post(trial_result))
-        .route("/api/packages/{sha256}", get(runner::package))
+    let (json, _) = json_routes()
         .layer(DefaultBodyLimit::max(json_limit))
+        .split_for_parts();
+    let (uploads, _) = upload_routes()
+        .layer(DefaultBodyLimit::max(upload_limit))
+        .split_for_parts();
+    let (ops, _) = ops_routes().split_for_parts();
+    Router::new()
+        .merge(json)
         .merge(uploads)
-        .route("/metrics", get(ops::metrics))
-        .route("/healthz", get(ops::healthz))
+        .merge(ops)
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .with_state(state)

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use crate::protocol::{Health, JobState};
 use crate::server::db::{DbError, Work, parse_state};
 use crate::server::error::ApiError;
+use crate::server::routes::openapi::ServerErrors;
 use crate::server::state::AppState;
 
 async fn states(state: &AppState, work: Work) -> Result<Vec<(JobState, i64)>, DbError> {
@@ -21,6 +22,12 @@ async fn states(state: &AppState, work: Work) -> Result<Vec<(JobState, i64)>, Db
         .collect()
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "ops",
+    responses((status = 200, description = "Prometheus text", content_type = "text/plain", body = String), ServerErrors)
+)]
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let jobs = states(&state, Work::Job).await?;
     let trials = states(&state, Work::Trial).await?;
@@ -33,6 +40,12 @@ pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError
 }
 
 /// 200 when the database answers, 503 `unavailable` when it does not.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "ops",
+    responses((status = 200, description = "OK", body = Health), ServerErrors)
+)]
 pub async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state
         .db

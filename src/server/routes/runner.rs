@@ -22,8 +22,13 @@ use crate::server::db::lease::Fence;
 use crate::server::db::trials::ClaimedTrial;
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath};
+use crate::server::routes::openapi::{AUTHED, BODY, Binary, LEASE, MISSING, SERVER, errors};
 use crate::server::state::AppState;
 use crate::server::storage::{Storage, is_sha256_hex};
+
+errors!(ClaimErrors: AUTHED, BODY, SERVER);
+errors!(PackageErrors: AUTHED, MISSING, SERVER);
+errors!(PutFileErrors: AUTHED, BODY, MISSING, LEASE, SERVER);
 
 /// Longest renewal a Runner may ask for in one call.
 pub const MAX_RENEW_SECONDS: u64 = 7 * 24 * 3600;
@@ -36,6 +41,18 @@ pub const ATTACHMENT_NAMES: [&str; 2] = ["details", "log"];
 
 /// `POST /api/jobs/claim`: a job (oldest first), else a trial, else 204 after
 /// waiting up to `wait_seconds`.
+#[utoipa::path(
+    post,
+    path = "/api/jobs/claim",
+    tag = "runner",
+    security(("runner_key" = [])),
+    request_body = ClaimRequest,
+    responses(
+        (status = 200, description = "A job or a trial, tagged by `kind`", body = Claim),
+        (status = 204, description = "Nothing claimable (after waiting up to `wait_seconds`)"),
+        ClaimErrors
+    )
+)]
 pub async fn claim(
     state: axum::extract::State<AppState>,
     runner: RunnerAuth,
@@ -171,6 +188,14 @@ fn base_url(state: &AppState, headers: &HeaderMap) -> String {
 }
 
 /// `GET /api/packages/{sha256}`: streamed from storage (a live trial's package too).
+#[utoipa::path(
+    get,
+    path = "/api/packages/{sha256}",
+    tag = "runner",
+    security(("runner_key" = []), ("manager_token" = [])),
+    params(("sha256" = String, Path, description = "the package's SHA-256, hex")),
+    responses((status = 200, description = "The package bytes", content_type = "application/gzip", body = Binary), PackageErrors)
+)]
 pub async fn package(
     state: axum::extract::State<AppState>,
     _auth: PackageAuth,
@@ -309,6 +334,19 @@ async fn after_lease_end(
 }
 
 /// `PUT /api/jobs/{id}/files/{name}` with `X-Lease-Token`: attach `details` or `log`.
+#[utoipa::path(
+    put,
+    path = "/api/jobs/{id}/files/{name}",
+    tag = "runner",
+    security(("runner_key" = [])),
+    params(
+        ("id" = i64, Path, description = "job id"),
+        ("name" = String, Path, description = "`details` or `log`"),
+        ("X-Lease-Token" = String, Header, description = "the job's lease token")
+    ),
+    request_body(content = Binary, content_type = "application/octet-stream"),
+    responses((status = 200, description = "OK", body = FileStored), PutFileErrors)
+)]
 pub async fn put_file(
     state: axum::extract::State<AppState>,
     runner: RunnerAuth,

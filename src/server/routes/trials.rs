@@ -15,8 +15,12 @@ use crate::server::error::ApiError;
 use crate::server::extract::ApiPath;
 use crate::server::packages;
 use crate::server::routes::manager::{check_files, check_name, check_time_limit};
+use crate::server::routes::openapi::{AUTHED, BODY, MISSING, PACKAGE, SERVER, TrialUpload, errors};
 use crate::server::state::AppState;
 use crate::server::storage::{Received, Storage};
+
+errors!(CreateErrors: AUTHED, BODY, PACKAGE, SERVER);
+errors!(GetErrors: AUTHED, MISSING, SERVER);
 
 /// The parts of a trial upload.
 #[derive(Default)]
@@ -86,6 +90,14 @@ async fn read_form(state: &AppState, mut multipart: Multipart) -> Result<TrialFo
 }
 
 /// `POST /api/trials` (multipart: `package`, `language`, one or more `file`).
+#[utoipa::path(
+    post,
+    path = "/api/trials",
+    tag = "trials",
+    security(("scoped_token" = ["trial:run"]), ("manager_token" = [])),
+    request_body(content = TrialUpload, content_type = "multipart/form-data"),
+    responses((status = 201, description = "Created", body = TrialCreated), CreateErrors)
+)]
 pub async fn create(
     State(state): State<AppState>,
     auth: TrialAuth,
@@ -135,6 +147,14 @@ pub async fn create(
 }
 
 /// `GET /api/trials/{id}`: an API token sees only the trials it asked for.
+#[utoipa::path(
+    get,
+    path = "/api/trials/{id}",
+    tag = "trials",
+    security(("scoped_token" = ["trial:run"]), ("manager_token" = [])),
+    params(("id" = i64, Path, description = "trial id")),
+    responses((status = 200, description = "OK", body = TrialView), GetErrors)
+)]
 pub async fn get(
     State(state): State<AppState>,
     auth: TrialAuth,
