@@ -39,6 +39,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Check that this host can judge, and measure its sandbox's overhead
     Check(CheckArgs),
+    /// Judge a package's own example submissions (submissions/<folder>/) in parallel and compare
+    Verify(VerifyArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -382,6 +384,37 @@ pub struct DemoArgs {
     /// Example problems to judge [default: the bundled examples/problems]
     #[arg(long, value_name = "DIR")]
     pub problems: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// Problem package: a directory or a .tar.gz
+    #[arg(value_name = "PACKAGE")]
+    pub package: PathBuf,
+    /// Submissions judged side by side, each on its own CPU and box id [default: CPUs - 1, at least 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub slots: Option<u32>,
+    /// Box id of the first slot (slot i: N+i, its validator N+i+500)
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(..=i64::from(crate::judge::MAX_BOX_ID)))]
+    pub first_box: u32,
+    /// Time limit when the package names none [default: computed from the accepted submissions]
+    #[arg(long, value_name = "SECS")]
+    pub time_limit: Option<Seconds>,
+    /// Only the submissions whose folder/name matches (`*`, `?`), e.g. 'accepted/*' or '*.py'
+    #[arg(long, value_name = "GLOB")]
+    pub only: Option<String>,
+    /// Write the results as a JSON array (`-` = stdout)
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<String>,
+    /// Language table (YAML, the format of the built-in one) replacing the built-in one
+    #[arg(long = "languages", value_name = "FILE")]
+    pub language_config: Option<PathBuf>,
+    /// Parent cgroup the judges own
+    #[arg(long, value_name = "NAME", default_value = "judge-runner")]
+    pub cgroup_parent: String,
+    #[command(flatten)]
+    pub unpack: UnpackLimitArgs,
 }
 
 #[cfg(test)]

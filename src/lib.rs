@@ -11,15 +11,18 @@
 //! | [`protocol`] | wire types shared by the Server and the Runner; no I/O |
 //! | [`server`] | `serve`: jobs, leases, results over HTTP on SQLite/PostgreSQL |
 //! | [`runner`] | `daemon`: claim, evaluate, renew, report |
+//! | [`verify`] | `verify`: judge a package's example submissions in parallel, compare with their folders |
 //! | [`units`] | sizes and durations as written on the command line (a leaf) |
 //!
 //! Data flows one way, and imports follow it:
 //!
 //! - `runner → judge → sandbox`; `runner → package`; `judge → package` (types only);
+//! - `verify → judge`, `verify → package` (beside `runner`; neither imports the other);
 //! - `runner → protocol ← server`; `server → package` (to refuse invalid uploads);
 //! - `server` never imports `runner`, `judge` or `sandbox`;
 //! - `sandbox` imports no other module of ours; `protocol` only `units` at most;
-//! - `cli`, `commands` and `demo` sit on top of everything; nothing imports them.
+//! - `cli`, `commands` and `demo` sit on top of everything (the demo lists, compares
+//!   and tabulates with `verify`); nothing imports them.
 
 pub mod cli;
 pub mod commands;
@@ -31,4 +34,5 @@ pub mod runner;
 pub mod sandbox;
 pub mod server;
 pub mod units;
+pub mod verify;
 pub mod version;

@@ -7,6 +7,7 @@ mod judge;
 mod package;
 mod sandbox;
 mod serve;
+mod verify;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -30,7 +31,8 @@ pub fn init_tracing(command: &Command) {
         | Command::Judge(_)
         | Command::Package(_)
         | Command::Demo(_)
-        | Command::Check(_) => "warn",
+        | Command::Check(_)
+        | Command::Verify(_) => "warn",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     // Colours only for a person at a terminal: journald and files get plain text.
@@ -57,5 +59,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Daemon(args) => daemon::run(args),
         Command::Demo(args) => crate::demo::run(args),
         Command::Check(args) => check::run(args),
+        Command::Verify(args) => verify::run(&args),
     }
 }

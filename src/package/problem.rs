@@ -42,6 +42,11 @@ pub struct ProblemLimits {
     pub validation_time: Option<f64>,
     /// `limits.validation_memory` in MiB when given.
     pub validation_memory_mib: Option<u64>,
+    /// How many times the slowest accepted submission's slowest test the time
+    /// limit is, when the package names none (`verify` computes it): 2023-07
+    /// `limits.time_multipliers.ac_to_time_limit`, legacy `limits.time_multiplier`,
+    /// when given. [`Problem::ac_to_time_limit`] applies the format's default.
+    pub ac_to_time_limit: Option<f64>,
 }
 
 impl Default for ProblemLimits {
@@ -55,6 +60,7 @@ impl Default for ProblemLimits {
             compilation_memory_mib: None,
             validation_time: None,
             validation_memory_mib: None,
+            ac_to_time_limit: None,
         }
     }
 }
@@ -306,6 +312,16 @@ impl Problem {
     /// command's `--time-limit`, or the claim's `time_limit`), else 1 s.
     pub fn time_limit(&self, fallback: Option<f64>) -> f64 {
         self.limits.time_limit.or(fallback).unwrap_or(1.0)
+    }
+
+    /// The multiplier from the slowest accepted submission's slowest test to the
+    /// time limit, as problemtools computes a limit: the package's own, else 2
+    /// (2023-07 `ac_to_time_limit`) or 5 (legacy `time_multiplier`).
+    pub fn ac_to_time_limit(&self) -> f64 {
+        self.limits.ac_to_time_limit.unwrap_or(match self.format {
+            FormatVersion::Legacy => 5.0,
+            FormatVersion::V2023_07 => 2.0,
+        })
     }
 
     /// Every test case in judging order (samples first, then secret groups).

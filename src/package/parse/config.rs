@@ -103,7 +103,7 @@ pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, Package
         interactive,
         validation,
         validator_args,
-        limits: limits(&doc)?,
+        limits: limits(&doc, format)?,
         grading: grading(&doc)?,
         warnings,
     })
@@ -214,7 +214,7 @@ fn name(doc: &Doc<'_>) -> Result<Option<String>, PackageError> {
     }
 }
 
-fn limits(doc: &Doc<'_>) -> Result<ProblemLimits, PackageError> {
+fn limits(doc: &Doc<'_>, format: FormatVersion) -> Result<ProblemLimits, PackageError> {
     let mut limits = ProblemLimits::default();
     let Some(map) = doc.mapping("limits")? else {
         return Ok(limits);
@@ -238,6 +238,19 @@ fn limits(doc: &Doc<'_>) -> Result<ProblemLimits, PackageError> {
     limits.compilation_memory_mib = mib("compilation_memory")?;
     limits.validation_time = sub.positive("validation_time")?;
     limits.validation_memory_mib = mib("validation_memory")?;
+    // Each format has its own key; the other one is not read (problemtools reads
+    // only its format's key too).
+    limits.ac_to_time_limit = match format {
+        FormatVersion::Legacy => sub.positive("time_multiplier")?,
+        FormatVersion::V2023_07 => match sub.mapping("time_multipliers")? {
+            Some(map) => Doc {
+                path: doc.path,
+                map,
+            }
+            .positive("ac_to_time_limit")?,
+            None => None,
+        },
+    };
     Ok(limits)
 }
 

@@ -1,0 +1,159 @@
+//! `judge-runner verify PACKAGE`: judge a package's own example submissions
+//! and compare each verdict with its folder (contract §3a).
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::cli::VerifyArgs;
+use crate::judge::{LanguageTable, MAX_BOX_ID};
+use crate::package::{self, UnpackLimits};
+use crate::verify::{self, Config, table};
+
+use super::{EXIT_FAILURE, EXIT_USAGE};
+
+fn usage(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("judge-runner verify: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn failure(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("judge-runner verify: {message}");
+    ExitCode::from(EXIT_FAILURE)
+}
+
+/// Where the human output goes: stdout, or stderr when `--report -` takes stdout.
+struct Out {
+    to_stderr: bool,
+}
+
+impl Out {
+    fn say(&self, text: &str) {
+        if self.to_stderr {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
+pub fn run(args: &VerifyArgs) -> ExitCode {
+    let languages = match &args.language_config {
+        Some(path) => LanguageTable::from_file(path),
+        None => LanguageTable::builtin(),
+    };
+    let languages = match languages {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    let slots = args
+        .slots
+        .map_or_else(verify::default_slots, |n| n as usize);
+    let last_box = u64::from(args.first_box) + slots as u64 - 1;
+    if last_box > u64::from(MAX_BOX_ID) {
+        return usage(format!(
+            "--first-box {} with {slots} slots needs box ids up to {last_box}; the largest is {MAX_BOX_ID}",
+            args.first_box
+        ));
+    }
+    if !nix::unistd::Uid::effective().is_root() {
+        return failure("must run as root (the sandbox creates namespaces and cgroups)");
+    }
+    let limits = UnpackLimits {
+        max_entries: args.unpack.max_entries,
+        max_unpacked: args.unpack.max_unpacked.bytes(),
+    };
+    // The same loading as `judge` and the same message as `package check`.
+    let loaded = match package::load(&args.package, &limits) {
+        Ok(loaded) => loaded,
+        Err(err) => return failure(format!("{err} [{}]", err.code())),
+    };
+    let problem = &loaded.problem;
+    for warning in &problem.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut warnings = Vec::new();
+    let mut entries = match verify::plan::entries(problem, &languages, &mut warnings) {
+        Ok(entries) => entries,
+        Err(e) => return failure(e),
+    };
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(glob) = &args.only {
+        entries.retain(|e| verify::plan::glob_matches(glob, &e.label));
+        if entries.is_empty() {
+            return usage(format!("--only {glob:?} matches no example submission"));
+        }
+    }
+    let out = Out {
+        to_stderr: args.report.as_deref() == Some("-"),
+    };
+    if entries.is_empty() {
+        out.say(&format!(
+            "{}: no example submissions under submissions/: nothing to verify",
+            args.package.display()
+        ));
+        return match write_report(args.report.as_deref(), &[]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => failure(e),
+        };
+    }
+    let config = Config {
+        slots,
+        first_box: args.first_box,
+        cgroup_parent: args.cgroup_parent.clone(),
+        time_limit: args.time_limit.map(|t| t.0),
+        ..Config::new(languages)
+    };
+    out.say(&format!(
+        "verify {}: {} example submissions, {slots} slot(s) on boxes {}..{last_box} (validators {}..{})",
+        problem.name,
+        entries.len(),
+        args.first_box,
+        u64::from(args.first_box) + 500,
+        last_box + 500,
+    ));
+    let width = table::label_width(entries.iter().map(|e| e.label.as_str()));
+    let summary = verify::verify(
+        problem,
+        &entries,
+        &config,
+        &mut |limit| out.say(&limit.to_string()),
+        &mut |row| out.say(&table::line(row, width)),
+    );
+    out.say("");
+    out.say(summary.time_limit.to_string().as_str());
+    out.say(table::table(&summary.rows, summary.wall).trim_end());
+    for row in &summary.rows {
+        if let Some(error) = &row.error {
+            eprintln!("judge-runner verify: {}: {error}", row.label);
+        }
+    }
+    let reports: Vec<serde_json::Value> = summary.rows.iter().map(verify::Row::report).collect();
+    if let Err(e) = write_report(args.report.as_deref(), &reports) {
+        return failure(e);
+    }
+    if summary.all_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILURE)
+    }
+}
+
+fn write_report(target: Option<&str>, rows: &[serde_json::Value]) -> Result<(), String> {
+    let Some(target) = target else {
+        return Ok(());
+    };
+    let mut json = serde_json::to_vec_pretty(rows).map_err(|e| e.to_string())?;
+    json.push(b'\n');
+    if target == "-" {
+        let mut stdout = std::io::stdout().lock();
+        return stdout
+            .write_all(&json)
+            .and_then(|()| stdout.flush())
+            .map_err(|e| format!("cannot write to stdout: {e}"));
+    }
+    std::fs::write(Path::new(target), &json).map_err(|e| format!("cannot write {target}: {e}"))
+}
