@@ -86,7 +86,7 @@ pub fn line(row: &Row, width: usize) -> String {
         ""
     };
     format!(
-        "{:<4} {:<width$}  {:<8}  {:<8}  {:<22}  {:>10}  {:>9}{mismatch}",
+        "{:<4} {:<width$}  {:<8}  {:<11}  {:<22}  {:>10}  {:>9}{mismatch}",
         c[0], c[1], c[2], c[3], c[4], c[5], c[6]
     )
 }
@@ -134,7 +134,7 @@ pub fn table(rows: &[Row], wall: Duration) -> String {
     let mut out = String::new();
     let h = HEADER;
     let header = format!(
-        "{:<4} {:<width$}  {:<8}  {:<8}  {:<22}  {:>10}  {:>9}",
+        "{:<4} {:<width$}  {:<8}  {:<11}  {:<22}  {:>10}  {:>9}",
         h[0], h[1], h[2], h[3], h[4], h[5], h[6]
     );
     let _ = writeln!(out, "{header}");
