@@ -133,3 +133,94 @@ async fn package_on_another_origin_gets_no_key() {
     assert_eq!(seen, vec![None], "the CDN was asked once, without the key");
     assert!(!scene.logs().contains(&a.key), "the key is never logged");
 }
+
+/// `DELETE /api/runners/{id}` while its daemon judges a test that sleeps an
+/// hour: the next lease call is answered 401 `auth.revoked`, which is a lost
+/// lease: the sandbox is stopped, nothing is reported,
+/// and the job stays where the revocation put it (Queued, no Result).
+#[tokio::test(flavor = "multi_thread")]
+async fn revoked_key_stops_the_running_job() {
+    let scene = Scene::new("revoked");
+    let serve = scene.serve(3);
+    let manager = serve.manager();
+    let (slow, _) = upload(&manager, &slow_problem_with(scene.dir.path(), 1, 900)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = submit_echo(&manager, slow, 3600.0).await;
+    let daemon = scene.daemon(&serve.url, &a.key, 3620, "a.log");
+    wait_job(&manager, job, LONG, "running", |v| {
+        v.state == JobState::Running
+    })
+    .await;
+    wait_for("the test to start", || {
+        !processes_in(&scene.cgroup_parent).is_empty()
+    })
+    .await;
+    let revoked = reqwest::Client::new()
+        .delete(format!("{}/api/runners/{}", serve.url, a.runner_id))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(revoked.status().is_success(), "{revoked:?}");
+    // Stopped: the sandbox is gone while its test would sleep for an hour.
+    wait_for("the sandbox to stop", || {
+        processes_in(&scene.cgroup_parent).is_empty()
+    })
+    .await;
+    wait_for("the daemon to count the lost lease", || {
+        daemon.log_text().contains("lease lost")
+    })
+    .await;
+    let view = manager.job(job).await.unwrap();
+    assert_eq!(view.state, JobState::Queued, "{}", scene.logs());
+    assert!(view.result.is_none());
+    assert_eq!(
+        daemon.metric("judge_runner_leases_lost_total").await,
+        Some(1.0),
+        "{}",
+        daemon.log_text()
+    );
+}
+
+/// Polls `done` every 50 ms for up to 60 s; panics naming `what` after that.
+async fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "waited for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// SIGTERM while the daemon's only slot waits in a long-poll claim, then a
+/// job submitted: the Server hands it to the claim still in flight, and the
+/// stopping daemon releases it (releases 1, back to Queued, its delivery given
+/// back) and exits 0, instead of dropping the claim and leaving the job
+/// Running (or never delivered) until a lease expired.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_a_claim_releases_what_it_brings() {
+    let scene = Scene::new("claimterm");
+    let serve = scene.serve(60);
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 1)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let mut daemon = scene.daemon(&serve.url, &a.key, 3630, "a.log");
+    daemon.wait_started().await;
+    // Its first claim (a 5 s long poll) is on its way by now.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    daemon.signal(Signal::SIGTERM);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let job = submit_echo(&manager, problem, 0.0).await;
+    let status = daemon
+        .wait_exit(Duration::from_secs(30))
+        .expect("the daemon exits");
+    assert!(status.success(), "{status:?}: {}", daemon.log_text());
+    let view = manager.job(job).await.unwrap();
+    assert_eq!(view.state, JobState::Queued, "{}", scene.logs());
+    assert_eq!(view.releases, 1, "delivered and released: {}", scene.logs());
+    assert_eq!(view.deliveries, 0, "the release gave the delivery back");
+    assert!(
+        daemon.log_text().contains("claimed while stopping"),
+        "{}",
+        daemon.log_text()
+    );
+}

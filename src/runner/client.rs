@@ -2,7 +2,8 @@
 //! call, over `reqwest`, with the Runner key as bearer token.
 //!
 //! Answers become typed errors in one place ([`Client::answer`]): `409 lease.lost`
-//! is [`ClientError::LeaseLost`]; no answer at all, a 5xx, 408 or 429 is
+//! is [`ClientError::LeaseLost`], and so is `401 auth.revoked` on a lease-bearing
+//! call (revoking the key requeued the work); no answer at all, a 5xx, 408 or 429 is
 //! [`ClientError::Unreachable`] (worth another try); any other refusal is
 //! [`ClientError::Refused`]. [`Client::until_answered`] retries the first kind
 //! with backoff until the Server answers or the caller gives up.
@@ -353,10 +354,11 @@ impl Client {
                 String::from_utf8_lossy(&bytes).chars().take(200).collect(),
             ),
         };
-        if status == StatusCode::CONFLICT
-            && error_code == code::LEASE_LOST
-            && let Some(work) = work
-        {
+        // A revoked key on a lease-bearing call is a lost lease too: revoking
+        // sent this Runner's Running work back to the queue (CONTRACT §5).
+        let lost = (status == StatusCode::CONFLICT && error_code == code::LEASE_LOST)
+            || (status == StatusCode::UNAUTHORIZED && error_code == code::AUTH_REVOKED);
+        if lost && let Some(work) = work {
             return Err(ClientError::LeaseLost { work });
         }
         if status.is_server_error()
@@ -454,6 +456,29 @@ mod tests {
                 .is_transient()
         );
         let revoked = answering(401, "auth.revoked").await;
+        // On a lease-bearing call, a revoked key is a lost lease: stop the job.
+        for err in [
+            revoked.renew(WorkRef::Job(5), "t").await.unwrap_err(),
+            revoked
+                .progress(WorkRef::Job(5), "t", 1, 2)
+                .await
+                .unwrap_err(),
+            revoked
+                .put_file(5, "t", "log", Vec::new())
+                .await
+                .unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    err,
+                    ClientError::LeaseLost {
+                        work: WorkRef::Job(5)
+                    }
+                ),
+                "{err}"
+            );
+        }
+        // A claim holds no lease: a refusal.
         let err = revoked
             .claim(&ClaimRequest {
                 languages: vec!["c".into()],

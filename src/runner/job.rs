@@ -118,6 +118,13 @@ pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) -> 
     sandbox_failed
 }
 
+/// A claim answered after the daemon began stopping: released at once, unjudged.
+pub(crate) async fn hand_back(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
+    let work = Work::from(claim);
+    tracing::info!(work = %work.work, slot = slot.index, "claimed while stopping: releasing it");
+    settle(slot, &work, Evaluated::Abandoned, shutdown).await;
+}
+
 async fn run(slot: &Slot, work: &Work, keeper: &LeaseKeeper, shutdown: &Shutdown) -> Evaluated {
     let prepared = tokio::select! {
         biased;

@@ -10,8 +10,10 @@
 //!   when nothing was sent for `lease_seconds / 3`: at most every third of the lease.
 //! - While the Server is unreachable the keeper retries with backoff and the work
 //!   goes on (the lease may still be valid, and the Result will tell).
-//! - `409 lease.lost` on any of its calls fires the `lost` token at once; the slot
-//!   turns that into a cancel of the job's sandboxes.
+//! - `409 lease.lost` on any of its calls fires the `lost` token at once, and so
+//!   does `401 auth.revoked` (revoking the key requeued the work; the client
+//!   types both as [`ClientError::LeaseLost`]); the slot turns that into a cancel
+//!   of the job's sandboxes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,8 +151,8 @@ impl Keeper {
                     return;
                 }
                 Err(err) => {
-                    // Unreachable, or a refusal such as a revoked key: try again soon,
-                    // the work goes on; the Result call will settle it.
+                    // Unreachable, or another refusal: try again soon, the work
+                    // goes on; the Result call will settle it.
                     if err.is_transient() {
                         self.metrics.unreachable();
                     }

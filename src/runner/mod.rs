@@ -78,7 +78,9 @@ impl Config {
             language_config: None,
             cgroup_parent: crate::sandbox::DEFAULT_CGROUP_PARENT.to_string(),
             metrics: None,
-            claim_wait: Duration::from_secs(20),
+            // Short enough that a stopping daemon, which waits for the answer
+            // of a claim in flight (it may bring work), exits within seconds.
+            claim_wait: Duration::from_secs(5),
             pin_cpus: true,
             work_base: None,
         }

@@ -3,6 +3,7 @@
 //! or has nothing to give.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -90,10 +91,36 @@ impl Slot {
         tracing::debug!(slot = self.index, box_id, cpu = ?self.judge.config().cpu, "slot started");
         loop {
             let asked = Instant::now();
+            // Not sent until first polled: a daemon already draining sends none.
+            let sent = AtomicBool::new(false);
+            let claim = async {
+                sent.store(true, Ordering::Relaxed);
+                self.shared.client.claim(&request).await
+            };
+            tokio::pin!(claim);
             let claimed = tokio::select! {
                 biased;
-                () = shutdown.draining().cancelled() => break,
-                claimed = self.shared.client.claim(&request) => claimed,
+                () = shutdown.draining().cancelled() => {
+                    if !sent.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    // A claim in flight may bring work the Server has already
+                    // handed to us; dropping it would leave that work Running
+                    // until its lease expired. Wait for the answer (at most the
+                    // long poll) and hand back what it brings.
+                    tokio::select! {
+                        biased;
+                        () = shutdown.hurry().cancelled() => {}
+                        claimed = &mut claim => {
+                            if let Ok(Some(claim)) = claimed {
+                                self.shared.metrics.claimed();
+                                job::hand_back(&self, claim, &shutdown).await;
+                            }
+                        }
+                    }
+                    break;
+                }
+                claimed = &mut claim => claimed,
             };
             let pause = match claimed {
                 Ok(Some(claim)) => {
