@@ -214,7 +214,7 @@ async fn bad_input_answers_the_error_shape_never_a_500(backend: Backend) {
             "/api/jobs/claim",
             &key,
             r#"{"languages": []}"#,
-            StatusCode::BAD_REQUEST,
+            StatusCode::UNPROCESSABLE_ENTITY,
         ),
         (
             "POST",

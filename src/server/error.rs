@@ -29,6 +29,9 @@ pub enum ApiError {
     ExtraTooLarge { size: usize, limit: usize },
     #[error("{0}")]
     Invalid(String),
+    /// Well-formed but refused (422) with its own code.
+    #[error("{message}")]
+    Unprocessable { code: &'static str, message: String },
     #[error("the request body is larger than the {limit}-byte limit")]
     TooLarge { limit: u64 },
     #[error("{0}")]
@@ -54,6 +57,7 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -71,6 +75,7 @@ impl ApiError {
             ApiError::AttemptConflict(_) => code::ATTEMPT_CONFLICT,
             ApiError::ExtraTooLarge { .. } => code::RESULT_EXTRA_TOO_LARGE,
             ApiError::Invalid(_) => code::REQUEST_INVALID,
+            ApiError::Unprocessable { code, .. } => code,
             ApiError::TooLarge { .. } => code::REQUEST_TOO_LARGE,
             ApiError::NotFound(_) => code::NOT_FOUND,
             ApiError::PackageInvalid(_) => code::PACKAGE_INVALID,

@@ -6,7 +6,8 @@ use sqlx::FromRow;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
-use super::lease::{ClaimSql, Fence, TOUCH_JOB, fenced};
+use super::claim::{ClaimSql, pg_heads, pg_pick, sqlite_pick};
+use super::lease::{Fence, TOUCH_JOB, fenced};
 use super::records::{INSERT_JOB, LATEST_VERSION};
 use super::{BeginWrite as _, Db, DbError, Pool, Work, is_unique_violation, on_pool, parse_state};
 use crate::server::clock::Millis;
@@ -77,48 +78,39 @@ macro_rules! claim_update {
     };
 }
 
-/// The oldest claimable job: filters (1) Queued, (2) a language the Runner offers
-/// (`$5`), (4) no other attempt of its submission Running. Filter (4) reads the
-/// one sibling that can be live beside this job, `waits_for` (see the schema), by
-/// primary key, and asks it to be neither Running nor Queued: the contract's rule
-/// with oldest-first folded in, in a form one statement keeps under concurrency
-/// (a claimer whose snapshot predates a sibling's claim still sees that sibling
-/// live, as Queued). Written as a per-row scalar subquery, not an anti-join, so
-/// the planner walks `jobs_queued` in id order and stops at the first hit.
-macro_rules! claimable_job {
-    ($languages:literal, $lock:literal) => {
-        concat!(
-            "SELECT j.id FROM jobs j WHERE j.state = 'Queued' AND ",
-            $languages,
-            " AND (j.waits_for IS NULL OR (SELECT w.state FROM jobs w WHERE w.id = j.waits_for) \
-               NOT IN ('Queued', 'Running')) \
-             ORDER BY j.id LIMIT 1",
-            $lock
-        )
-    };
-}
-
+/// The claim's four filters: (1) Queued, (2) a language the Runner offers (`$5`),
+/// (3) the Runner not revoked (in the statement), and (4) no other attempt of its
+/// submission Running: a job created while a sibling was live is `blocked` until
+/// that sibling ends (see `waits_for` in the schema and migration 0002), and the
+/// `jobs_claimable` index holds only `blocked = 0` rows. Oldest first: the
+/// smallest id among the heads of the offered languages ([`super::claim`]).
 const CLAIM: ClaimSql = ClaimSql {
     // SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write
-    // lock), so nothing changes under the filters. Filter (3) in the same statement.
+    // lock), so nothing changes under the filters.
     sqlite: concat!(
         claim_update!(),
         "WHERE id = (",
-        claimable_job!("j.language IN (SELECT value FROM json_each($5))", ""),
+        sqlite_pick!("jobs", " AND h.blocked = 0", "$5"),
         ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
         claim_returning!()
     ),
+    sqlite_probe: sqlite_pick!("jobs", " AND h.blocked = 0", "$1"),
     // PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers
     // are taking; filter (3) share-locks the runner row, so a revocation (which
     // updates that row) waits for this claim to commit and then requeues what it
     // took, and a claim that waited for a revocation re-reads the row and takes
-    // nothing.
+    // nothing. A sibling's end clears `blocked` in its own transaction, so a claim
+    // sees the waiter claimable only once the sibling's end committed.
     postgres: concat!(
         claim_update!(),
         "WHERE id = (",
-        claimable_job!("j.language = ANY($5)", " FOR UPDATE OF j SKIP LOCKED"),
+        pg_pick!("jobs", " AND j.blocked = 0", " AND h.blocked = 0", "$5"),
         ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
         claim_returning!()
+    ),
+    postgres_probe: concat!(
+        "SELECT MIN(head.id) FROM ",
+        pg_heads!("jobs", " AND h.blocked = 0", "$1")
     ),
 };
 
@@ -153,6 +145,15 @@ const STATE_OF: &str = "SELECT state FROM jobs WHERE id = $1";
 const LOCK_SUBMISSION_SQLITE: &str = "SELECT problem_id, language FROM submissions WHERE id = $1";
 const LOCK_SUBMISSION_PG: &str =
     "SELECT problem_id, language FROM submissions WHERE id = $1 FOR NO KEY UPDATE";
+/// The submission's live attempts, locked in id order before any of them changes:
+/// the order in which a sibling's end (its row, then its waiter's, by the trigger)
+/// takes them, so a rejudge and an ending never deadlock, and an attempt cannot end
+/// between this rejudge reading it Running and its new attempt being created
+/// `blocked` behind it. SQLite's write lock already does this.
+const LOCK_LIVE_SQLITE: &str =
+    "SELECT id FROM jobs WHERE submission_id = $1 AND state IN ('Queued', 'Running') ORDER BY id";
+const LOCK_LIVE_PG: &str = "SELECT id FROM jobs \
+     WHERE submission_id = $1 AND state IN ('Queued', 'Running') ORDER BY id FOR UPDATE";
 /// After the Queued siblings are superseded, the one still live (Running), if any.
 const LIVE_SIBLING: &str =
     "SELECT MAX(id) FROM jobs WHERE submission_id = $1 AND state IN ('Queued', 'Running')";
@@ -162,7 +163,7 @@ const SUPERSEDE_QUEUED: &str = "UPDATE jobs SET state = 'Superseded', \
 
 /// The rejudge transaction, with the backend's way of locking the submission row.
 macro_rules! rejudge_in {
-    ($pool:expr, $lock:expr, $submission_id:expr, $expected:expr, $now:expr) => {
+    ($pool:expr, $lock:expr, $lock_live:expr, $submission_id:expr, $expected:expr, $now:expr) => {
         async {
             let mut tx = $pool.begin_write().await?;
             let submission: Option<(i64, String)> = sqlx::query_as($lock)
@@ -189,6 +190,10 @@ macro_rules! rejudge_in {
                     });
                 }
             }
+            let _live: Vec<i64> = sqlx::query_scalar($lock_live)
+                .bind($submission_id)
+                .fetch_all(&mut *tx)
+                .await?;
             sqlx::query(SUPERSEDE_QUEUED)
                 .bind($submission_id)
                 .execute(&mut *tx)
@@ -318,6 +323,7 @@ impl Db {
                 rejudge_in!(
                     pool,
                     LOCK_SUBMISSION_SQLITE,
+                    LOCK_LIVE_SQLITE,
                     submission_id,
                     expected_attempt,
                     now
@@ -327,6 +333,7 @@ impl Db {
                 rejudge_in!(
                     pool,
                     LOCK_SUBMISSION_PG,
+                    LOCK_LIVE_PG,
                     submission_id,
                     expected_attempt,
                     now

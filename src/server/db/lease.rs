@@ -14,12 +14,7 @@
 //! `deliveries.exhausted` instead. `3` in the SQL is the contract's three free
 //! refunds and three free releases.
 
-use sqlx::FromRow;
-use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
-
-use super::jobs::NewLease;
-use super::{BeginWrite as _, Db, DbError, Pool, Work, on_pool, parse_state};
+use super::{Db, DbError, Work, on_pool, parse_state};
 use crate::protocol::JobState;
 use crate::server::clock::Millis;
 
@@ -92,59 +87,95 @@ const FAILURE: [&str; 2] = both_tables!(
     "state"
 );
 
+/// At most `$3` Running rows of `$table` matching `$cond` and `$where`, in
+/// `$order`: a sweep works in bounded batches, so a mass expiry never holds the
+/// database (SQLite's one write lock above all) for more than one batch at a time.
+/// The outer conditions are checked again on the row itself, so a row another
+/// sweeper or a renewal changed in between is left alone.
+macro_rules! batch_of {
+    ($table:literal, $cond:literal, $where:literal, $order:literal) => {
+        concat!(
+            " WHERE id IN (SELECT id FROM ",
+            $table,
+            " WHERE state = 'Running' AND ",
+            $cond,
+            " AND ",
+            $where,
+            " ORDER BY ",
+            $order,
+            " LIMIT $3) AND state = 'Running' AND ",
+            $cond,
+            " AND ",
+            $where
+        )
+    };
+}
+
 /// Back to Queued (or Failed at the cap) with the delivery given back: `$1` cap.
+/// Claims nobody was heard from about, with refunds to spare.
 macro_rules! requeue_refunded {
-    ($table:literal, $where:literal, $returning:literal) => {
+    ($table:literal, $where:literal, $order:literal, $returning:literal) => {
         concat!(
             "UPDATE ",
             $table,
             " SET refunds = refunds + 1, deliveries = deliveries - 1, \
               state = CASE WHEN deliveries - 1 >= $1 THEN 'Failed' ELSE 'Queued' END, \
               failure_reason = CASE WHEN deliveries - 1 >= $1 THEN 'deliveries.exhausted' ELSE NULL END, \
-              row_version = row_version + 1 \
-             WHERE state = 'Running' AND acknowledged_ms IS NULL AND refunds < 3 AND ",
-            $where,
+              row_version = row_version + 1",
+            batch_of!($table, "acknowledged_ms IS NULL AND refunds < 3", $where, $order),
             " RETURNING ",
             $returning
         )
     };
 }
 
-/// Back to Queued (or Failed at the cap), the delivery spent: `$1` cap.
+/// Back to Queued (or Failed at the cap), the delivery spent: `$1` cap. Never a
+/// row the refunding statement would take.
 macro_rules! requeue_spent {
-    ($table:literal, $where:literal, $returning:literal) => {
+    ($table:literal, $where:literal, $order:literal, $returning:literal) => {
         concat!(
             "UPDATE ",
             $table,
             " SET state = CASE WHEN deliveries >= $1 THEN 'Failed' ELSE 'Queued' END, \
               failure_reason = CASE WHEN deliveries >= $1 THEN 'deliveries.exhausted' ELSE NULL END, \
-              row_version = row_version + 1 \
-             WHERE state = 'Running' AND ",
-            $where,
+              row_version = row_version + 1",
+            batch_of!(
+                $table,
+                "NOT (acknowledged_ms IS NULL AND refunds < 3)",
+                $where,
+                $order
+            ),
             " RETURNING ",
             $returning
         )
     };
 }
 
-/// `[refunded, spent]` statements for one condition on both tables.
+/// `[refunded, spent]` statements for one condition on both tables: `$1` cap,
+/// `$2` the condition's argument, `$3` the batch size.
 macro_rules! requeue_statements {
-    ($where:literal) => {
+    ($where:literal, $order:literal) => {
         [
             [
-                requeue_refunded!("jobs", $where, "id, state, NULL AS package_file"),
-                requeue_spent!("jobs", $where, "id, state, NULL AS package_file"),
+                requeue_refunded!("jobs", $where, $order, "id, state, NULL AS package_file"),
+                requeue_spent!("jobs", $where, $order, "id, state, NULL AS package_file"),
             ],
             [
-                requeue_refunded!("trials", $where, "id, state, package_file"),
-                requeue_spent!("trials", $where, "id, state, package_file"),
+                requeue_refunded!("trials", $where, $order, "id, state, package_file"),
+                requeue_spent!("trials", $where, $order, "id, state, package_file"),
             ],
         ]
     };
 }
 
-const REQUEUE_EXPIRED: [[&str; 2]; 2] = requeue_statements!("lease_expires_ms <= $2");
-const REQUEUE_OF_RUNNER: [[&str; 2]; 2] = requeue_statements!("runner_id = $2");
+/// The reaper's sweep reads `jobs_lease_expiry` (Running rows by expiry) only as
+/// far as what expired; a revocation's reads `jobs_running_by_runner`.
+const REQUEUE_EXPIRED: [[&str; 2]; 2] =
+    requeue_statements!("lease_expires_ms <= $2", "lease_expires_ms");
+const REQUEUE_OF_RUNNER: [[&str; 2]; 2] = requeue_statements!("runner_id = $2", "id");
+
+/// Rows one requeue statement moves at most.
+pub const REQUEUE_BATCH: i64 = 500;
 
 /// One row the reaper (or a revocation) put back in the queue or failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -258,10 +289,25 @@ impl Db {
     }
 
     /// Requeues (or fails at the cap) every Running row the sweep matches, giving
-    /// the delivery back to unacknowledged claims with refunds to spare. Two
-    /// statements, each safe against a concurrent sweep on another server: the row
-    /// lock makes the second sweeper re-check `state = 'Running'` and skip.
+    /// the delivery back to unacknowledged claims with refunds to spare: batch
+    /// after batch of [`REQUEUE_BATCH`] until none is left.
     pub async fn requeue(&self, work: Work, sweep: Sweep) -> Result<Vec<Requeued>, DbError> {
+        let mut out = Vec::new();
+        loop {
+            let batch = self.requeue_batch(work, sweep).await?;
+            let more = batch.len() >= usize::try_from(REQUEUE_BATCH).unwrap_or(usize::MAX);
+            out.extend(batch);
+            if !more {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// One bounded step of [`Db::requeue`]: at most [`REQUEUE_BATCH`] rows of
+    /// each kind (refunded, spent); fewer than that of both means the sweep is
+    /// done. Each statement is safe against a concurrent sweep on another server:
+    /// the row lock makes the second sweeper re-check the row and skip it.
+    pub async fn requeue_batch(&self, work: Work, sweep: Sweep) -> Result<Vec<Requeued>, DbError> {
         let (statements, arg) = match sweep {
             Sweep::ExpiredAt(now) => (&REQUEUE_EXPIRED, now),
             Sweep::OfRunner(runner_id) => (&REQUEUE_OF_RUNNER, runner_id),
@@ -273,7 +319,7 @@ impl Db {
         let mut out = Vec::new();
         for (sql, refunded) in [(statements[0], true), (statements[1], false)] {
             let rows: Vec<(i64, String, Option<String>)> = on_pool!(self, pool => sqlx::query_as(sql)
-                .bind(self.delivery_cap()).bind(arg)
+                .bind(self.delivery_cap()).bind(arg).bind(REQUEUE_BATCH)
                 .fetch_all(pool).await)?;
             for (id, state, package_file) in rows {
                 out.push(Requeued {
@@ -299,69 +345,6 @@ impl Db {
         counters
             .deliveries_exhausted
             .add(rows.iter().filter(|r| r.state == JobState::Failed).count() as u64);
-    }
-}
-
-/// A claim statement for each database: `$1` runner, `$2` lease token, `$3` lease
-/// seconds, `$4` expiry, `$5` the languages (a JSON array on SQLite, an array on
-/// PostgreSQL). It picks the oldest claimable row and leases it, all in one.
-pub(crate) struct ClaimSql {
-    pub sqlite: &'static str,
-    pub postgres: &'static str,
-}
-
-impl Db {
-    /// Runs one claim for `work`: the leased row, or `None` (then a revoked
-    /// Runner is told so instead of being left to poll for ever).
-    pub(super) async fn claim<T>(
-        &self,
-        work: Work,
-        sql: &ClaimSql,
-        languages: &[String],
-        lease: NewLease<'_>,
-    ) -> Result<Option<T>, DbError>
-    where
-        T: Send + Unpin + for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow>,
-    {
-        let claimed: Option<T> = match self.pool() {
-            Pool::Sqlite(pool) => {
-                let languages_json =
-                    serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
-                        detail: format!("languages do not serialise: {e}"),
-                    })?;
-                // BEGIN IMMEDIATE: the write lock from the start, so two claims
-                // never both read the same Queued row.
-                let mut tx = pool.begin_write().await?;
-                let claimed = sqlx::query_as(sql.sqlite)
-                    .bind(lease.runner_id)
-                    .bind(lease.lease_token)
-                    .bind(lease.lease_seconds)
-                    .bind(lease.expires_ms)
-                    .bind(languages_json)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                claimed
-            }
-            Pool::Postgres(pool) => {
-                sqlx::query_as(sql.postgres)
-                    .bind(lease.runner_id)
-                    .bind(lease.lease_token)
-                    .bind(lease.lease_seconds)
-                    .bind(lease.expires_ms)
-                    .bind(languages)
-                    .fetch_optional(pool)
-                    .await?
-            }
-        };
-        if claimed.is_some() {
-            self.counters(work).claims.inc();
-        } else if self.runner_revoked(lease.runner_id).await? {
-            return Err(DbError::RunnerRevoked {
-                runner_id: lease.runner_id,
-            });
-        }
-        Ok(claimed)
     }
 }
 

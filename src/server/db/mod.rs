@@ -10,6 +10,7 @@
 //! Times are integer milliseconds (see [`crate::server::clock`]). Placeholders are
 //! `$N` on both backends (SQLite reads `$N` as the N-th argument).
 
+pub mod claim;
 pub mod jobs;
 pub mod lease;
 pub mod records;
@@ -84,7 +85,14 @@ pub enum Work {
 
 #[derive(Debug, Clone)]
 pub struct Db {
+    /// On SQLite the one writer connection: every write, and what reads go with
+    /// it, queue here in arrival order (the pool's fair semaphore) instead of
+    /// meeting in SQLite's busy handler, whose back-off sleeps made the tail.
     pool: Pool,
+    /// SQLite only: read-only connections for reads that need not queue behind
+    /// the writer (the claim's probe, authentication, views, metrics). WAL lets
+    /// them run while the writer writes.
+    sqlite_reader: Option<SqlitePool>,
     metrics: Arc<Metrics>,
     delivery_cap: i64,
 }
@@ -100,6 +108,19 @@ macro_rules! on_pool {
     };
 }
 pub(crate) use on_pool;
+
+/// [`on_pool!`] for reads that need not queue behind SQLite's one writer: the
+/// reader pool on SQLite, the one pool on PostgreSQL.
+macro_rules! on_reader {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match ($db.pool(), $db.sqlite_reader.as_ref()) {
+            ($crate::server::db::Pool::Sqlite(_), Some($pool))
+            | ($crate::server::db::Pool::Sqlite($pool), None) => $body,
+            ($crate::server::db::Pool::Postgres($pool), _) => $body,
+        }
+    };
+}
+pub(crate) use on_reader;
 
 /// A write transaction that takes the write lock up front: `BEGIN IMMEDIATE` on
 /// SQLite (so a read-then-write transaction never fails to upgrade its lock), a
@@ -137,10 +158,14 @@ impl Db {
         delivery_cap: u32,
         metrics: Arc<Metrics>,
     ) -> Result<Db, DbError> {
-        let pool = if url.starts_with("sqlite:") {
-            Pool::Sqlite(connect_sqlite(url, max_connections).await?)
+        let (pool, sqlite_reader) = if url.starts_with("sqlite:") {
+            let (writer, reader) = connect_sqlite(url, max_connections).await?;
+            (Pool::Sqlite(writer), Some(reader))
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Pool::Postgres(connect_postgres(url, max_connections).await?)
+            (
+                Pool::Postgres(connect_postgres(url, max_connections).await?),
+                None,
+            )
         } else {
             return Err(DbError::UnsupportedUrl {
                 url: url.to_string(),
@@ -148,6 +173,7 @@ impl Db {
         };
         Ok(Db {
             pool,
+            sqlite_reader,
             metrics,
             delivery_cap: i64::from(delivery_cap),
         })
@@ -189,7 +215,7 @@ impl Db {
     /// Is this runner's key revoked (or the runner unknown)?
     pub async fn runner_revoked(&self, runner_id: i64) -> Result<bool, DbError> {
         const SQL: &str = "SELECT id FROM runners WHERE id = $1 AND revoked_ms IS NULL";
-        let active: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(SQL)
+        let active: Option<i64> = on_reader!(self, pool => sqlx::query_scalar(SQL)
             .bind(runner_id).fetch_optional(pool).await)?;
         Ok(active.is_none())
     }
@@ -197,7 +223,7 @@ impl Db {
     /// `SELECT 1`: is the database answering?
     pub async fn ping(&self) -> Result<(), DbError> {
         const SQL: &str = "SELECT 1";
-        on_pool!(self, pool => sqlx::query(SQL).execute(pool).await.map(|_| ()))?;
+        on_reader!(self, pool => sqlx::query(SQL).execute(pool).await.map(|_| ()))?;
         Ok(())
     }
 
@@ -228,25 +254,40 @@ impl Db {
     }
 
     pub async fn close(&self) {
+        if let Some(reader) = &self.sqlite_reader {
+            reader.close().await;
+        }
         on_pool!(self, pool => pool.close().await);
     }
 }
 
-async fn connect_sqlite(url: &str, max_connections: u32) -> Result<SqlitePool, DbError> {
+/// The writer (one connection, which also migrates) and the readers (read-only,
+/// `max_connections` of them).
+async fn connect_sqlite(
+    url: &str,
+    max_connections: u32,
+) -> Result<(SqlitePool, SqlitePool), DbError> {
     let options: SqliteConnectOptions = url.parse()?;
-    let options = options
+    let writer_options = options
+        .clone()
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
         .foreign_keys(true);
-    let pool = SqlitePoolOptions::new()
+    let writer = SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(SQLITE_BUSY_TIMEOUT)
+        .connect_with(writer_options)
+        .await?;
+    SQLITE_MIGRATIONS.run(&writer).await?;
+    let reader_options = options.read_only(true).busy_timeout(SQLITE_BUSY_TIMEOUT);
+    let reader = SqlitePoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(SQLITE_BUSY_TIMEOUT)
-        .connect_with(options)
+        .connect_with(reader_options)
         .await?;
-    SQLITE_MIGRATIONS.run(&pool).await?;
-    Ok(pool)
+    Ok((writer, reader))
 }
 
 async fn connect_postgres(url: &str, max_connections: u32) -> Result<PgPool, DbError> {

@@ -1,7 +1,7 @@
 //! Runners, API tokens, problems and their versions, submissions: creating them and
 //! finding them by credential. One function per statement or transaction.
 
-use super::{BeginWrite as _, Db, DbError, Work, on_pool};
+use super::{BeginWrite as _, Db, DbError, Work, on_pool, on_reader};
 use crate::server::clock::Millis;
 
 /// A runner key found by its digest.
@@ -71,7 +71,7 @@ impl Db {
 
     pub async fn runner_by_key_hash(&self, key_hash: &str) -> Result<Option<RunnerKey>, DbError> {
         const SQL: &str = "SELECT id, key_hash, revoked_ms FROM runners WHERE key_hash = $1";
-        let row: Option<(i64, String, Option<i64>)> = on_pool!(self, pool => sqlx::query_as(SQL)
+        let row: Option<(i64, String, Option<i64>)> = on_reader!(self, pool => sqlx::query_as(SQL)
             .bind(key_hash)
             .fetch_optional(pool).await)?;
         Ok(row.map(|(runner_id, key_hash, revoked_ms)| RunnerKey {
@@ -96,7 +96,7 @@ impl Db {
 
     pub async fn api_token_by_hash(&self, token_hash: &str) -> Result<Option<ApiToken>, DbError> {
         const SQL: &str = "SELECT id, token_hash, scopes FROM api_tokens WHERE token_hash = $1";
-        let row: Option<(i64, String, String)> = on_pool!(self, pool => sqlx::query_as(SQL)
+        let row: Option<(i64, String, String)> = on_reader!(self, pool => sqlx::query_as(SQL)
             .bind(token_hash)
             .fetch_optional(pool).await)?;
         Ok(row.map(|(token_id, token_hash, scopes)| ApiToken {
@@ -174,20 +174,21 @@ impl Db {
     /// Is a package with this digest referenced by a problem version?
     pub async fn version_package_exists(&self, sha256: &str) -> Result<bool, DbError> {
         const SQL: &str = "SELECT id FROM problem_versions WHERE sha256 = $1 LIMIT 1";
-        let row: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(SQL)
+        let row: Option<i64> = on_reader!(self, pool => sqlx::query_scalar(SQL)
             .bind(sha256).fetch_optional(pool).await)?;
         Ok(row.is_some())
     }
 
-    /// Counts of rows per state, for the metrics gauges.
+    /// Counts of rows per state, for the metrics gauges: the counters the state
+    /// triggers keep (migration 0002), so this never reads the jobs themselves.
     pub async fn count_by_state(&self, work: Work) -> Result<Vec<(String, i64)>, DbError> {
-        const JOBS: &str = "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state";
-        const TRIALS: &str = "SELECT state, COUNT(*) AS n FROM trials GROUP BY state";
-        let sql = match work {
-            Work::Job => JOBS,
-            Work::Trial => TRIALS,
+        const SQL: &str = "SELECT state, CAST(SUM(n) AS BIGINT) AS n FROM state_counts \
+             WHERE kind = $1 GROUP BY state";
+        let kind = match work {
+            Work::Job => "job",
+            Work::Trial => "trial",
         };
-        Ok(on_pool!(self, pool => sqlx::query_as(sql).fetch_all(pool).await)?)
+        Ok(on_reader!(self, pool => sqlx::query_as(SQL).bind(kind).fetch_all(pool).await)?)
     }
 }
 
@@ -197,6 +198,8 @@ pub(crate) const LATEST_VERSION: &str =
 
 /// A new Queued attempt: `$1` submission, `$2` attempt, `$3` version, `$4`
 /// language, `$5` the running sibling it waits for, `$6` now.
+/// A job with a live sibling to wait for starts `blocked` (out of the claimable
+/// index) until the sibling ends.
 pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs \
-     (submission_id, attempt, problem_version_id, language, waits_for, state, created_ms) \
-     VALUES ($1, $2, $3, $4, $5, 'Queued', $6) RETURNING id";
+     (submission_id, attempt, problem_version_id, language, waits_for, blocked, state, created_ms) \
+     VALUES ($1, $2, $3, $4, $5, CASE WHEN $5 IS NULL THEN 0 ELSE 1 END, 'Queued', $6) RETURNING id";

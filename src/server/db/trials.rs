@@ -4,9 +4,10 @@
 
 use sqlx::FromRow;
 
+use super::claim::{ClaimSql, pg_heads, pg_pick, sqlite_pick};
 use super::jobs::{NewLease, ResultOutcome};
-use super::lease::{ClaimSql, Fence, fenced};
-use super::{Db, DbError, Work, on_pool};
+use super::lease::{Fence, fenced};
+use super::{Db, DbError, Work, on_pool, on_reader};
 use crate::server::clock::Millis;
 
 #[derive(Debug, Clone)]
@@ -41,32 +42,40 @@ pub struct TrialRow {
     pub failure_reason: Option<String>,
 }
 
-/// One statement on both backends (inside `BEGIN IMMEDIATE` on SQLite); filter
-/// (3) share-locks the runner row on PostgreSQL as the job claim does.
-macro_rules! claim_trial_sql {
-    ($languages:literal, $lock:literal, $share:literal) => {
-        concat!(
-            "UPDATE trials SET state = 'Running', runner_id = $1, lease_token = $2, \
-             lease_seconds = $3, lease_expires_ms = $4, deliveries = deliveries + 1, \
-             acknowledged_ms = NULL, progress_done = NULL, progress_total = NULL \
-             WHERE state = 'Queued' AND id = (SELECT id FROM trials WHERE state = 'Queued' AND ",
-            $languages,
-            " ORDER BY id LIMIT 1",
-            $lock,
-            ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL",
-            $share,
-            ") RETURNING id, lease_expires_ms, language, files, package_sha256, package_size, time_limit"
-        )
+/// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry.
+macro_rules! claim_trial_update {
+    () => {
+        "UPDATE trials SET state = 'Running', runner_id = $1, lease_token = $2, \
+         lease_seconds = $3, lease_expires_ms = $4, deliveries = deliveries + 1, \
+         acknowledged_ms = NULL, progress_done = NULL, progress_total = NULL "
+    };
+}
+macro_rules! claim_trial_returning {
+    () => {
+        " RETURNING id, lease_expires_ms, language, files, package_sha256, package_size, time_limit"
     };
 }
 
+/// The oldest Queued trial in one of the Runner's languages (`$5`), by the same
+/// lookup as the job claim ([`super::claim`]); filter (3) share-locks the runner
+/// row on PostgreSQL as the job claim does. Trials never wait for a sibling.
 const CLAIM: ClaimSql = ClaimSql {
-    sqlite: claim_trial_sql!("language IN (SELECT value FROM json_each($5))", "", ""),
-    postgres: claim_trial_sql!(
-        "language = ANY($5)",
-        " FOR UPDATE SKIP LOCKED",
-        " FOR SHARE"
+    sqlite: concat!(
+        claim_trial_update!(),
+        "WHERE id = (",
+        sqlite_pick!("trials", "", "$5"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
+        claim_trial_returning!()
     ),
+    sqlite_probe: sqlite_pick!("trials", "", "$1"),
+    postgres: concat!(
+        claim_trial_update!(),
+        "WHERE id = (",
+        pg_pick!("trials", "", "", "$5"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
+        claim_trial_returning!()
+    ),
+    postgres_probe: concat!("SELECT MIN(head.id) FROM ", pg_heads!("trials", "", "$1")),
 };
 
 const COMPLETE: &str = fenced!(
@@ -127,13 +136,13 @@ impl Db {
     pub async fn trial(&self, trial_id: i64) -> Result<Option<TrialRow>, DbError> {
         const SQL: &str =
             "SELECT id, token_id, state, timings, failure_reason FROM trials WHERE id = $1";
-        Ok(on_pool!(self, pool => sqlx::query_as(SQL)
+        Ok(on_reader!(self, pool => sqlx::query_as(SQL)
             .bind(trial_id).fetch_optional(pool).await)?)
     }
 
     pub async fn trial_package_file(&self, trial_id: i64) -> Result<Option<String>, DbError> {
         const SQL: &str = "SELECT package_file FROM trials WHERE id = $1";
-        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL)
+        Ok(on_reader!(self, pool => sqlx::query_scalar(SQL)
             .bind(trial_id).fetch_optional(pool).await)?)
     }
 
@@ -141,7 +150,7 @@ impl Db {
     pub async fn live_trial_package(&self, sha256: &str) -> Result<Option<String>, DbError> {
         const SQL: &str = "SELECT package_file FROM trials \
              WHERE package_sha256 = $1 AND state IN ('Queued', 'Running') ORDER BY id LIMIT 1";
-        Ok(on_pool!(self, pool => sqlx::query_scalar(SQL)
+        Ok(on_reader!(self, pool => sqlx::query_scalar(SQL)
             .bind(sha256).fetch_optional(pool).await)?)
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use sqlx::FromRow;
 
-use super::{Db, DbError, on_pool, parse_state};
+use super::{Db, DbError, on_reader, parse_state};
 use crate::protocol::{JobView, Progress, ResultView, SubmissionView};
 use crate::server::clock::to_datetime;
 
@@ -86,12 +86,12 @@ const FILE_SIZE: &str = "SELECT size FROM job_files WHERE job_id = $1 AND name =
 impl Db {
     /// `GET /api/jobs/{id}`: the job with its progress, Result and attachment names.
     pub async fn job_view(&self, job_id: i64) -> Result<Option<JobView>, DbError> {
-        let row: Option<JobRow> = on_pool!(self, pool => sqlx::query_as(JOB)
+        let row: Option<JobRow> = on_reader!(self, pool => sqlx::query_as(JOB)
             .bind(job_id).fetch_optional(pool).await)?;
         let Some(row) = row else { return Ok(None) };
-        let result: Option<ResultRow> = on_pool!(self, pool => sqlx::query_as(RESULT_OF_JOB)
+        let result: Option<ResultRow> = on_reader!(self, pool => sqlx::query_as(RESULT_OF_JOB)
             .bind(job_id).fetch_optional(pool).await)?;
-        let files: Vec<FileRow> = on_pool!(self, pool => sqlx::query_as(FILES_OF_JOB)
+        let files: Vec<FileRow> = on_reader!(self, pool => sqlx::query_as(FILES_OF_JOB)
             .bind(job_id).fetch_all(pool).await)?;
         let result = result.map(result_view).transpose()?;
         let names = files.into_iter().map(|f| f.name).collect();
@@ -104,14 +104,14 @@ impl Db {
         &self,
         submission_id: i64,
     ) -> Result<Option<SubmissionView>, DbError> {
-        let sub: Option<SubmissionRow> = on_pool!(self, pool => sqlx::query_as(SUBMISSION)
+        let sub: Option<SubmissionRow> = on_reader!(self, pool => sqlx::query_as(SUBMISSION)
             .bind(submission_id).fetch_optional(pool).await)?;
         let Some(sub) = sub else { return Ok(None) };
-        let rows: Vec<JobRow> = on_pool!(self, pool => sqlx::query_as(JOBS_OF_SUBMISSION)
+        let rows: Vec<JobRow> = on_reader!(self, pool => sqlx::query_as(JOBS_OF_SUBMISSION)
             .bind(submission_id).fetch_all(pool).await)?;
-        let results: Vec<ResultRow> = on_pool!(self, pool => sqlx::query_as(RESULTS_OF_SUBMISSION)
+        let results: Vec<ResultRow> = on_reader!(self, pool => sqlx::query_as(RESULTS_OF_SUBMISSION)
             .bind(submission_id).fetch_all(pool).await)?;
-        let files: Vec<FileRow> = on_pool!(self, pool => sqlx::query_as(FILES_OF_SUBMISSION)
+        let files: Vec<FileRow> = on_reader!(self, pool => sqlx::query_as(FILES_OF_SUBMISSION)
             .bind(submission_id).fetch_all(pool).await)?;
         let mut results: HashMap<i64, ResultView> = results
             .into_iter()
@@ -140,7 +140,7 @@ impl Db {
 
     /// The stored size of an attachment, when it exists.
     pub async fn job_file_size(&self, job_id: i64, name: &str) -> Result<Option<i64>, DbError> {
-        Ok(on_pool!(self, pool => sqlx::query_scalar(FILE_SIZE)
+        Ok(on_reader!(self, pool => sqlx::query_scalar(FILE_SIZE)
             .bind(job_id).bind(name).fetch_optional(pool).await)?)
     }
 }

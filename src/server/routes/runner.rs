@@ -59,11 +59,7 @@ pub async fn claim(
     headers: HeaderMap,
     ApiJson(request): ApiJson<ClaimRequest>,
 ) -> Result<Response, ApiError> {
-    if request.languages.is_empty() {
-        return Err(ApiError::invalid(
-            "languages must name at least one language",
-        ));
-    }
+    let languages = claim_languages(&request.languages)?;
     let wait =
         Duration::from_secs(request.wait_seconds.unwrap_or(0)).min(state.config.max_claim_wait);
     let deadline = Instant::now() + wait;
@@ -72,7 +68,7 @@ pub async fn claim(
         let notified = state.queue_changed.notified();
         let mut notified = std::pin::pin!(notified);
         notified.as_mut().enable();
-        if let Some(claim) = try_claim(&state, runner.runner_id, &request.languages, &base).await? {
+        if let Some(claim) = try_claim(&state, runner.runner_id, &languages, &base).await? {
             return Ok(Json(claim).into_response());
         }
         let now = Instant::now();
@@ -85,6 +81,49 @@ pub async fn claim(
             () = tokio::time::sleep(nap) => {}
         }
     }
+}
+
+/// Most languages one claim may offer.
+pub const MAX_CLAIM_LANGUAGES: usize = 32;
+/// Longest language name a claim may offer.
+const MAX_LANGUAGE_LEN: usize = 32;
+
+/// The claim's languages, checked and without repeats: 422 `request.invalid` for
+/// an empty list, too many, or a name no language could have (so a claim never
+/// asks the database about garbage).
+fn claim_languages(offered: &[String]) -> Result<Vec<String>, ApiError> {
+    let refuse = |message: String| ApiError::Unprocessable {
+        code: crate::protocol::codes::error::REQUEST_INVALID,
+        message,
+    };
+    if offered.is_empty() {
+        return Err(refuse(
+            "languages must name at least one language".to_string(),
+        ));
+    }
+    if offered.len() > MAX_CLAIM_LANGUAGES {
+        return Err(refuse(format!(
+            "languages may name at most {MAX_CLAIM_LANGUAGES} languages, not {}",
+            offered.len()
+        )));
+    }
+    let mut languages: Vec<String> = Vec::with_capacity(offered.len());
+    for language in offered {
+        let plausible = !language.is_empty()
+            && language.len() <= MAX_LANGUAGE_LEN
+            && language
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-_.".contains(&b));
+        if !plausible {
+            return Err(refuse(format!(
+                "{language:?} is not a language name (1 to {MAX_LANGUAGE_LEN} of a-z, 0-9, + - _ .)"
+            )));
+        }
+        if !languages.contains(language) {
+            languages.push(language.clone());
+        }
+    }
+    Ok(languages)
 }
 
 async fn try_claim(
