@@ -26,7 +26,10 @@ use crate::server::routes::openapi::{AUTHED, BODY, Binary, LEASE, MISSING, SERVE
 use crate::server::state::AppState;
 use crate::server::storage::{Storage, is_sha256_hex};
 
-errors!(ClaimErrors: AUTHED, BODY, SERVER);
+/// A claim whose `languages` are refused ([`claim_languages`]).
+const CLAIM_LANGUAGES: crate::server::routes::openapi::Codes =
+    &[(422, &[crate::protocol::codes::error::REQUEST_INVALID])];
+errors!(ClaimErrors: AUTHED, BODY, CLAIM_LANGUAGES, SERVER);
 errors!(PackageErrors: AUTHED, MISSING, SERVER);
 errors!(PutFileErrors: AUTHED, BODY, MISSING, LEASE, SERVER);
 
