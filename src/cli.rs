@@ -91,7 +91,7 @@ pub struct SandboxArgs {
     /// Largest file the program may write, stdout/stderr included
     #[arg(long, value_name = "SIZE", default_value = "64M")]
     pub output: ByteSize,
-    /// Stack rlimit [default: same as --memory]
+    /// Stack rlimit [default: unlimited, bounded by --memory through the cgroup]
     #[arg(long, value_name = "SIZE")]
     pub stack: Option<ByteSize>,
     /// Open file descriptors

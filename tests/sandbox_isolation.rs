@@ -71,11 +71,19 @@ fn rlimits_follow_the_plan() {
         "rlimit_fsize 1048576",
         "rlimit_nofile 33",
         "rlimit_core 0",
-        "rlimit_stack 134217728",
+        // Unlimited by default (contract §1, 2026-12): the cgroup bounds it.
+        "rlimit_stack -1",
         "rlimit_cpu -1",
     ] {
         assert!(out.lines().any(|l| l == want), "{want} missing in\n{out}");
     }
+    // Its twin: an explicit --stack is the rlimit.
+    let plan = cx.plan(&prog).memory(128 << 20).stack(8 << 20);
+    let (_, out) = capture(&cx, plan);
+    assert!(
+        out.lines().any(|l| l == "rlimit_stack 8388608"),
+        "explicit stack missing in\n{out}"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use crate::package::{Problem, TestCase, TestGroup};
 
 use super::Options;
 use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream, WorkDir};
+use super::capture::{self, Captured};
 use super::compile::Program;
 use super::default_validator;
 use super::engine::{CaseRun, CaseRunner};
@@ -32,11 +33,14 @@ pub(crate) fn status_verdict(status: BoxStatus) -> Option<Verdict> {
 
 pub(crate) fn case_run(
     report: &BoxReport,
+    stderr: &Captured,
     verdict: Verdict,
     custom_score: Option<f64>,
     judge_message: String,
 ) -> CaseRun {
     CaseRun {
+        stderr: stderr.text(),
+        stderr_bytes: stderr.total,
         verdict,
         custom_score,
         cpu_seconds: report.cpu_seconds,
@@ -110,19 +114,22 @@ impl<'a> SandboxCases<'a> {
     fn run_plain(&self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
         let box_dir = self.work.fresh("box")?;
         let output = self.work.path().join("output");
-        let stderr = self.work.path().join("stderr");
+        // stderr through a pipe: kept to 64 KiB, never an output limit.
+        let (mut stderr, capture) = capture::start(1)?;
+        let stderr = stderr.pop().unwrap_or(Stream::Null);
         let run = self.submission_run(
             &box_dir,
             Stream::Path(case.input.clone()),
             Stream::Path(output.clone()),
-            Stream::Path(stderr),
+            stderr,
         );
         let report = self.slot.run("running the submission", run)?;
+        let stderr = capture.finish()?;
         if let Some(verdict) = status_verdict(report.status) {
-            return Ok(case_run(&report, verdict, None, String::new()));
+            return Ok(case_run(&report, &stderr, verdict, None, String::new()));
         }
         match self.validator {
-            None => self.default_validate(case, group, &report, output),
+            None => self.default_validate(case, group, &report, &stderr, output),
             Some(v) => {
                 let vbox = ValidatorBox::create(
                     self.work.fresh("validator")?,
@@ -142,6 +149,7 @@ impl<'a> SandboxCases<'a> {
                 let said = validator::interpret(&vreport, &vbox, self.problem.kind, &case.name)?;
                 Ok(case_run(
                     &report,
+                    &stderr,
                     said.verdict,
                     said.score,
                     said.judge_message,
@@ -155,6 +163,7 @@ impl<'a> SandboxCases<'a> {
         case: &TestCase,
         group: &TestGroup,
         report: &BoxReport,
+        stderr: &Captured,
         output: PathBuf,
     ) -> Result<CaseRun, JudgeError> {
         // The problem's flags with the group's `output_validator_flags` on top.
@@ -183,7 +192,7 @@ impl<'a> SandboxCases<'a> {
         } else {
             Verdict::WrongAnswer
         };
-        Ok(case_run(report, verdict, None, judged.message))
+        Ok(case_run(report, stderr, verdict, None, judged.message))
     }
 }
 

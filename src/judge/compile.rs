@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use crate::package::Problem;
 
 use super::boxed::{Bind, BoxLimits, BoxRun, BoxStatus, Slot, Stream, WorkDir};
+use super::capture;
 use super::error::JudgeError;
-use super::language::{self, Language, Toolchain, Vars};
+use super::java;
+use super::language::{self, Language, MainClassRule, Toolchain, Vars};
 use super::{SourceFile, Submission};
 
 /// Where the compiled program is mounted in test runs.
@@ -68,12 +70,18 @@ pub(crate) fn compile(
     if let Err(why) = check_names(&submission.files) {
         return Ok(Compiled::Failed { log: why });
     }
-    let mut sources: Vec<String> = submission
-        .files
+    // The names the files are written under (Java: after their public class).
+    let names: Vec<String> = match language.main_class {
+        MainClassRule::ClassFiles => java::file_names(&submission.files, |n| language.is_source(n)),
+        MainClassRule::FileName => submission.files.iter().map(|f| f.name.clone()).collect(),
+    };
+    // In the order given: the first source's main class wins (Java).
+    let given: Vec<String> = names
         .iter()
-        .filter(|f| language.is_source(&f.name))
-        .map(|f| f.name.clone())
+        .filter(|n| language.is_source(n))
+        .cloned()
         .collect();
+    let mut sources = given.clone();
     sources.sort();
     if sources.is_empty() {
         return Ok(Compiled::Failed {
@@ -85,8 +93,8 @@ pub(crate) fn compile(
         });
     }
     let dir = work.fresh("program")?;
-    for f in &submission.files {
-        let path = dir.join(&f.name);
+    for (f, name) in submission.files.iter().zip(&names) {
+        let path = dir.join(name);
         std::fs::write(&path, &f.content).map_err(|e| JudgeError::io(&path, e))?;
     }
     let memlim = problem.limits.memory_mib;
@@ -101,13 +109,27 @@ pub(crate) fn compile(
                 toolchain.dir.clone(),
             );
             let argv = language::expand(template, &vars);
-            match run_compiler(slot, work, &dir, language, argv, &toolchain_binds, problem)? {
+            match run_compiler(slot, &dir, language, argv, &toolchain_binds, problem)? {
                 Ok(log) => log,
                 Err(log) => return Ok(Compiled::Failed { log }),
             }
         }
     };
-    let vars = Vars::for_program(PROGRAM_DIR, &sources, memlim, toolchain.dir.clone());
+    let mut vars = Vars::for_program(PROGRAM_DIR, &sources, memlim, toolchain.dir.clone());
+    if language.main_class == MainClassRule::ClassFiles {
+        match java::main_class(&dir, &given) {
+            Ok(class) => vars.mainclass = class,
+            Err(why) => {
+                let mut log = log;
+                if !log.is_empty() && !log.ends_with('\n') {
+                    log.push('\n');
+                }
+                log.push_str(&why);
+                log.push('\n');
+                return Ok(Compiled::Failed { log });
+            }
+        }
+    }
     let mut binds = vec![Bind {
         host: dir.clone(),
         inside: PathBuf::from(PROGRAM_DIR),
@@ -123,24 +145,41 @@ pub(crate) fn compile(
     }))
 }
 
-/// Runs the compile command; `Ok(Err(log))` is a compilation error.
+/// The largest file a compiler may write (contract §3: a program with a large
+/// initialised static array compiles).
+const COMPILE_FILE_MAX: u64 = 2 << 30;
+
+/// Runs the compile command; `Ok(Err(log))` is a compilation error. Its stdout
+/// and stderr share one pipe (their order kept, as on a terminal), of which the
+/// first 64 KiB become the log; the rest is read and discarded, so a compiler
+/// flooding its output runs into its time limit, not an output limit.
 fn run_compiler(
     slot: &Slot,
-    work: &WorkDir,
     dir: &Path,
     language: &Language,
     argv: Vec<String>,
     binds: &[Bind],
     problem: &Problem,
 ) -> Result<Result<String, String>, JudgeError> {
-    let out = work.path().join("compile.out");
-    let err = work.path().join("compile.err");
     let limits = &language.compile_limits;
-    let time = problem.limits.compilation_time.unwrap_or(limits.time);
+    // A package's `limits.compilation_time` is both limits, like the table's.
+    let (time, wall) = match problem.limits.compilation_time {
+        Some(t) => (t, t),
+        None => (limits.time, limits.effective_wall()),
+    };
     let memory = problem
         .limits
         .compilation_memory_mib
         .unwrap_or(limits.memory);
+    let (mut ends, capture) = capture::start(2)?;
+    let stderr = ends.pop().unwrap_or(Stream::Null);
+    let stdout = ends.pop().unwrap_or(Stream::Null);
+    let mut env = language.env.clone();
+    // Temporary files (gcc's object files) in the box, on disk: the 64 MiB
+    // `/tmp` of a sandbox cannot hold a large program's.
+    if !env.iter().any(|(k, _)| k == "TMPDIR") {
+        env.push(("TMPDIR".to_string(), "/box".to_string()));
+    }
     let report = slot.run(
         "compiling the submission",
         BoxRun {
@@ -149,32 +188,49 @@ fn run_compiler(
             validator_box: false,
             binds: binds.to_vec(),
             stdin: Stream::Null,
-            stdout: Stream::Path(out.clone()),
-            stderr: Stream::Path(err.clone()),
+            stdout,
+            stderr,
             limits: BoxLimits {
                 time,
-                wall: 2.0 * time + 5.0,
+                wall,
                 memory_bytes: memory * MIB,
                 processes: limits.processes,
-                output_bytes: 256 * MIB,
+                output_bytes: COMPILE_FILE_MAX,
             },
-            env: language.env.clone(),
+            env,
         },
     )?;
-    let mut log = read_capped(&out)?;
-    log.push_str(&read_capped(&err)?);
+    let output = capture.finish()?;
+    let mut log = output.text();
+    if output.truncated() {
+        if !log.ends_with('\n') {
+            log.push('\n');
+        }
+        log.push_str(&format!(
+            "[compiler output truncated: {} bytes written, the first {} kept]\n",
+            output.total,
+            output.kept.len()
+        ));
+    }
     let why = match report.status {
         BoxStatus::Ok => return Ok(Ok(log)),
         BoxStatus::NonzeroExit | BoxStatus::Signaled => None,
-        BoxStatus::TimeLimit | BoxStatus::WallTimeLimit => Some("the compiler ran out of time"),
-        BoxStatus::MemoryLimit => Some("the compiler ran out of memory"),
-        BoxStatus::OutputLimit => Some("the compiler wrote too much"),
+        BoxStatus::TimeLimit => Some(format!("the compiler ran out of time ({time} s of CPU)")),
+        BoxStatus::WallTimeLimit => Some(format!(
+            "the compiler ran out of time ({} s of wall time)",
+            wall
+        )),
+        BoxStatus::MemoryLimit => Some(format!("the compiler ran out of memory ({memory} MiB)")),
+        BoxStatus::OutputLimit => Some(format!(
+            "the compiler wrote a file larger than {} MiB",
+            COMPILE_FILE_MAX / MIB
+        )),
     };
     if let Some(why) = why {
         if !log.is_empty() && !log.ends_with('\n') {
             log.push('\n');
         }
-        log.push_str(why);
+        log.push_str(&why);
         log.push('\n');
     }
     Ok(Err(log))

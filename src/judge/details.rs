@@ -27,6 +27,11 @@ pub struct TestDetail {
     /// The result was taken from an identical earlier test (a symlink to it), as
     /// problemtools does, instead of running again.
     pub reused: bool,
+    /// The first 64 KiB of what the submission wrote to stderr (lossy UTF-8);
+    /// the rest was read and discarded. Kept for diagnosis, never a verdict.
+    pub stderr: String,
+    /// How many bytes the submission wrote to stderr in all.
+    pub stderr_bytes: u64,
 }
 
 impl TestDetail {
@@ -99,6 +104,8 @@ mod tests {
             judge_message: "x".into(),
             status: "ok".into(),
             reused: false,
+            stderr: "e".into(),
+            stderr_bytes: 1,
         };
         let v = serde_json::to_value(&d).unwrap();
         for key in [
@@ -112,6 +119,7 @@ mod tests {
             "signal",
             "score",
             "judge_message",
+            "stderr",
         ] {
             assert!(v.get(key).is_some(), "{key} missing");
         }

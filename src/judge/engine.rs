@@ -29,6 +29,10 @@ pub(crate) struct CaseRun {
     pub signal: Option<i32>,
     pub status: String,
     pub judge_message: String,
+    /// The first 64 KiB of the submission's stderr (never a verdict).
+    pub stderr: String,
+    /// How many bytes it wrote to stderr in all.
+    pub stderr_bytes: u64,
 }
 
 /// Runs the submission on one test (sandbox, validator). Implemented by the
@@ -157,6 +161,8 @@ impl<'a> Walk<'a> {
             judge_message: cut_message(run.judge_message, MESSAGE_MAX),
             status: run.status,
             reused,
+            stderr: run.stderr,
+            stderr_bytes: run.stderr_bytes,
         };
         self.details.push(detail.clone());
         (self.progress)(Progress {

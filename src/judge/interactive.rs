@@ -11,6 +11,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use crate::package::{TestCase, TestGroup};
 
 use super::boxed::{BoxReport, BoxStatus, Stream};
+use super::capture;
 use super::cases::{SandboxCases, case_run, status_verdict};
 use super::engine::CaseRun;
 use super::error::JudgeError;
@@ -33,25 +34,75 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), JudgeError> {
     Ok((read, write))
 }
 
-/// Who decides, in contract order: the validator's Wrong Answer when it exited
-/// first; else the submission's time limit; else its crash (a SIGPIPE from
-/// writing to a validator that has finished is not one); else the validator.
+/// What a verdict from [`decide`] is made of.
+pub(crate) type Decided = (Verdict, Option<f64>, String);
+
+/// Who decides, in contract order (§2 and §3 "Interactive"):
+/// - a validator that answered (42/43): its Wrong Answer when it exited first;
+///   else the submission's time limit; else its crash (a SIGPIPE from writing
+///   to a validator that has finished is not one); else the validator's verdict;
+/// - a validator that did not answer (another exit, a signal, a limit) failed
+///   on its own, an infrastructure failure, only when it ended first and not by
+///   a limit. Otherwise the submission made it stop: the submission's own
+///   verdict when it has one; else Time Limit Exceeded when the validator ran
+///   into a limit while the submission was still running (a flood), and Wrong
+///   Answer when the submission had ended normally (it stopped talking before
+///   the validator was satisfied).
 pub(crate) fn decide(
-    validator: Result<ValidatorVerdict, JudgeError>,
+    said: Result<ValidatorVerdict, JudgeError>,
+    validator: &BoxReport,
     submission: &BoxReport,
     validator_first: bool,
-) -> Result<(Verdict, Option<f64>, String), JudgeError> {
-    // A validator that crashed is a judge error whoever finished first.
-    let said = validator?;
-    if validator_first && said.verdict == Verdict::WrongAnswer {
-        return Ok((Verdict::WrongAnswer, None, said.judge_message));
-    }
+) -> Result<Decided, JudgeError> {
     let broken_pipe =
         submission.status == BoxStatus::Signaled && submission.signal == Some(SIGPIPE);
-    if let Some(verdict) = status_verdict(submission.status).filter(|_| !broken_pipe) {
-        return Ok((verdict, None, said.judge_message));
+    let own = status_verdict(submission.status).filter(|_| !broken_pipe);
+    let answered =
+        validator.status == BoxStatus::NonzeroExit && matches!(validator.exit_code, Some(42 | 43));
+    if answered {
+        // A bad score.txt of an answering validator is still its own failure.
+        let said = said?;
+        if validator_first && said.verdict == Verdict::WrongAnswer {
+            return Ok((Verdict::WrongAnswer, None, said.judge_message));
+        }
+        if let Some(verdict) = own {
+            return Ok((verdict, None, said.judge_message));
+        }
+        return Ok((said.verdict, said.score, said.judge_message));
     }
-    Ok((said.verdict, said.score, said.judge_message))
+    let by_limit = matches!(
+        validator.status,
+        BoxStatus::TimeLimit
+            | BoxStatus::WallTimeLimit
+            | BoxStatus::MemoryLimit
+            | BoxStatus::OutputLimit
+    );
+    if validator_first && !by_limit {
+        return Err(match said {
+            Err(e) => e,
+            Ok(_) => JudgeError::Validator {
+                test: String::new(),
+                message: "the validator gave no verdict".to_string(),
+            },
+        });
+    }
+    let why = match &said {
+        Err(JudgeError::Validator { message, .. }) => message.clone(),
+        Err(e) => e.to_string(),
+        Ok(_) => String::new(),
+    };
+    let when = if validator_first {
+        "while the submission was running"
+    } else {
+        "after the submission had ended"
+    };
+    let message = format!("judge: the validator gave no verdict {when}: {why}");
+    let verdict = match own {
+        Some(verdict) => verdict,
+        None if validator_first => Verdict::TimeLimitExceeded,
+        None => Verdict::WrongAnswer,
+    };
+    Ok((verdict, None, message))
 }
 
 fn dup(fd: &OwnedFd) -> Result<OwnedFd, JudgeError> {
@@ -59,6 +110,25 @@ fn dup(fd: &OwnedFd) -> Result<OwnedFd, JudgeError> {
         what: "duplicating an interactive pipe end".to_string(),
         message: e.to_string(),
     })
+}
+
+/// Reads and discards what the validator still writes once the submission has
+/// ended, until the validator's end: a validator answering a submission that
+/// flooded it and stopped reading is never left blocked on a full pipe (nor
+/// killed by SIGPIPE: the read end stays open until it ends, as interactive.cc
+/// keeps it).
+fn drain(reader: OwnedFd) {
+    use std::io::Read;
+    let mut file = std::fs::File::from(reader);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 pub(crate) fn run(
@@ -77,7 +147,8 @@ pub(crate) fn run(
     let validator_ends = [dup(&to_submission_write)?, dup(&to_validator_read)?];
     let submission_ends = [dup(&to_validator_write)?];
     // Never closed before both end (interactive.cc): a validator writing to a
-    // submission that has finished is not killed by SIGPIPE.
+    // submission that has finished is not killed by SIGPIPE; once the
+    // submission has ended it is drained (`drain`).
     let keep_reader = dup(&to_submission_read)?;
 
     let sub_box = cases.work.fresh("box")?;
@@ -85,24 +156,29 @@ pub(crate) fn run(
         cases.work.fresh("validator")?,
         cases.work.path().join("validator.err"),
     )?;
+    let (mut stderr, capture) = capture::start(1)?;
     let sub_run = cases.submission_run(
         &sub_box,
         Stream::Fd(to_submission_read),
         Stream::Fd(to_validator_write),
-        Stream::Path(cases.work.path().join("stderr")),
+        stderr.pop().unwrap_or(Stream::Null),
     );
-    let validation_time = cases.problem.limits.validation_time.unwrap_or(30.0);
-    let val_run = validator.box_run(RunSpec {
+    let mut val_run = validator.box_run(RunSpec {
         problem: cases.problem,
         case,
         group,
         vbox: &vbox,
         stdin: Stream::Fd(to_validator_read),
         stdout: Stream::Fd(to_submission_write),
-        // The submission's wall limit must end a deadlock first (as TLE).
-        wall: Some(cases.limits.wall + validation_time),
+        wall: None,
         validator_box: true,
     })?;
+    // The validator's limits outlast the submission's (contract §3): the
+    // submission's wall limit ends a deadlock first (as its TLE), and a
+    // validator busy with a submission's flood is not stopped before it.
+    let outlast = cases.limits.wall + cases.problem.limits.validation_time.unwrap_or(30.0);
+    val_run.limits.time = val_run.limits.time.max(outlast);
+    val_run.limits.wall = val_run.limits.wall.max(outlast);
     let slot = cases.slot;
     let (val_result, sub_result) = std::thread::scope(|s| {
         let val = s.spawn(move || {
@@ -113,17 +189,18 @@ pub(crate) fn run(
         let sub = s.spawn(move || {
             let ended = slot.run_timed("running the submission", sub_run);
             drop(submission_ends);
+            drain(keep_reader);
             ended
         });
         (join(val), join(sub))
     });
-    drop(keep_reader);
     let (sub_report, sub_end) = sub_result?;
     let (val_report, val_end) = val_result?;
+    let stderr = capture.finish()?;
     let validator_first = val_end < sub_end;
     let said = validator::interpret(&val_report, &vbox, cases.problem.kind, &case.name);
-    let (verdict, score, message) = decide(said, &sub_report, validator_first)?;
-    Ok(case_run(&sub_report, verdict, score, message))
+    let (verdict, score, message) = decide(said, &val_report, &sub_report, validator_first)?;
+    Ok(case_run(&sub_report, &stderr, verdict, score, message))
 }
 
 type Timed = Result<(BoxReport, Instant), JudgeError>;
@@ -143,13 +220,21 @@ mod tests {
     use super::*;
 
     fn report(status: BoxStatus, signal: Option<i32>) -> BoxReport {
-        BoxReport {
+        exited(
             status,
-            exit_code: if status == BoxStatus::Ok {
+            if status == BoxStatus::Ok {
                 Some(0)
             } else {
                 None
             },
+            signal,
+        )
+    }
+
+    fn exited(status: BoxStatus, exit_code: Option<i32>, signal: Option<i32>) -> BoxReport {
+        BoxReport {
+            status,
+            exit_code,
             signal,
             cpu_seconds: 0.0,
             wall_seconds: 0.0,
@@ -157,24 +242,48 @@ mod tests {
         }
     }
 
-    fn said(verdict: Verdict) -> Result<ValidatorVerdict, JudgeError> {
-        Ok(ValidatorVerdict {
-            verdict,
-            score: None,
-            judge_message: String::new(),
-        })
+    /// A validator that answered: its report and what `interpret` made of it.
+    fn answered(verdict: Verdict) -> (Result<ValidatorVerdict, JudgeError>, BoxReport) {
+        let code = if verdict == Verdict::Accepted { 42 } else { 43 };
+        (
+            Ok(ValidatorVerdict {
+                verdict,
+                score: None,
+                judge_message: String::new(),
+            }),
+            exited(BoxStatus::NonzeroExit, Some(code), None),
+        )
+    }
+
+    /// A validator that gave no verdict, ended as `report` says.
+    fn failed(report: BoxReport) -> (Result<ValidatorVerdict, JudgeError>, BoxReport) {
+        (
+            Err(JudgeError::Validator {
+                test: "t".into(),
+                message: "exited with 1".into(),
+            }),
+            report,
+        )
+    }
+
+    fn verdict(
+        v: (Result<ValidatorVerdict, JudgeError>, BoxReport),
+        sub: &BoxReport,
+        validator_first: bool,
+    ) -> Verdict {
+        decide(v.0, &v.1, sub, validator_first).unwrap().0
     }
 
     #[test]
     fn validator_wrong_answer_first_beats_sigpipe_and_tle() {
         let sub = report(BoxStatus::Signaled, Some(SIGPIPE));
         assert_eq!(
-            decide(said(Verdict::WrongAnswer), &sub, true).unwrap().0,
+            verdict(answered(Verdict::WrongAnswer), &sub, true),
             Verdict::WrongAnswer
         );
         let sub = report(BoxStatus::WallTimeLimit, None);
         assert_eq!(
-            decide(said(Verdict::WrongAnswer), &sub, true).unwrap().0,
+            verdict(answered(Verdict::WrongAnswer), &sub, true),
             Verdict::WrongAnswer
         );
     }
@@ -183,11 +292,11 @@ mod tests {
     fn submission_tle_stands_when_it_ended_first() {
         let sub = report(BoxStatus::TimeLimit, None);
         assert_eq!(
-            decide(said(Verdict::WrongAnswer), &sub, false).unwrap().0,
+            verdict(answered(Verdict::WrongAnswer), &sub, false),
             Verdict::TimeLimitExceeded
         );
         assert_eq!(
-            decide(said(Verdict::Accepted), &sub, true).unwrap().0,
+            verdict(answered(Verdict::Accepted), &sub, true),
             Verdict::TimeLimitExceeded
         );
     }
@@ -196,28 +305,68 @@ mod tests {
     fn crash_then_validator() {
         let sub = report(BoxStatus::Signaled, Some(11));
         assert_eq!(
-            decide(said(Verdict::Accepted), &sub, false).unwrap().0,
+            verdict(answered(Verdict::Accepted), &sub, false),
             Verdict::RunTimeError
         );
         let sub = report(BoxStatus::Signaled, Some(SIGPIPE));
         assert_eq!(
-            decide(said(Verdict::Accepted), &sub, false).unwrap().0,
+            verdict(answered(Verdict::Accepted), &sub, false),
             Verdict::Accepted
         );
         let sub = report(BoxStatus::Ok, None);
         assert_eq!(
-            decide(said(Verdict::WrongAnswer), &sub, false).unwrap().0,
+            verdict(answered(Verdict::WrongAnswer), &sub, false),
             Verdict::WrongAnswer
         );
     }
 
     #[test]
-    fn validator_crash_is_an_infrastructure_failure() {
+    fn a_validator_failing_on_its_own_is_an_infrastructure_failure() {
         let sub = report(BoxStatus::Ok, None);
-        let crashed = Err(JudgeError::Validator {
-            test: "t".into(),
-            message: "exited with 1".into(),
-        });
-        assert!(decide(crashed, &sub, true).is_err());
+        let crash = failed(exited(BoxStatus::NonzeroExit, Some(1), None));
+        assert!(decide(crash.0, &crash.1, &sub, true).is_err());
+        // Whatever the submission did after the validator crashed first.
+        let sub = report(BoxStatus::TimeLimit, None);
+        let crash = failed(exited(BoxStatus::Signaled, None, Some(11)));
+        assert!(decide(crash.0, &crash.1, &sub, true).is_err());
+        // An answering validator's bad score.txt is its own failure too.
+        let bad_score = (
+            Err(JudgeError::Validator {
+                test: "t".into(),
+                message: "score.txt".into(),
+            }),
+            exited(BoxStatus::NonzeroExit, Some(42), None),
+        );
+        assert!(decide(bad_score.0, &bad_score.1, &sub, false).is_err());
+    }
+
+    #[test]
+    fn a_validator_the_submission_stopped_is_the_submissions_verdict() {
+        // Stopped talking: the submission ended, then the validator crashed.
+        let sub = report(BoxStatus::Ok, None);
+        let crash = failed(exited(BoxStatus::NonzeroExit, Some(1), None));
+        assert_eq!(verdict(crash, &sub, false), Verdict::WrongAnswer);
+        // A submission over its limit, the validator then failing or stuck.
+        for status in [BoxStatus::WallTimeLimit, BoxStatus::TimeLimit] {
+            let sub = report(status, None);
+            let stuck = failed(report(BoxStatus::WallTimeLimit, None));
+            assert_eq!(verdict(stuck, &sub, false), Verdict::TimeLimitExceeded);
+            let crash = failed(exited(BoxStatus::NonzeroExit, Some(1), None));
+            assert_eq!(verdict(crash, &sub, false), Verdict::TimeLimitExceeded);
+        }
+        let sub = report(BoxStatus::MemoryLimit, None);
+        let crash = failed(exited(BoxStatus::Signaled, None, Some(6)));
+        assert_eq!(verdict(crash, &sub, false), Verdict::MemoryLimitExceeded);
+        // Flooded: the validator ran into a limit first; the submission then
+        // died writing to it.
+        let sub = report(BoxStatus::Signaled, Some(SIGPIPE));
+        for status in [
+            BoxStatus::MemoryLimit,
+            BoxStatus::OutputLimit,
+            BoxStatus::WallTimeLimit,
+        ] {
+            let flooded = failed(report(status, None));
+            assert_eq!(verdict(flooded, &sub, true), Verdict::TimeLimitExceeded);
+        }
     }
 }

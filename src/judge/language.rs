@@ -41,15 +41,27 @@ pub enum LanguageConfigError {
 pub struct CompileLimits {
     /// CPU seconds.
     pub time: f64,
+    /// Wall seconds; the CPU limit when absent (contract §3: 30 s and 30 s by
+    /// default).
+    #[serde(default)]
+    pub wall: Option<f64>,
     /// MiB.
     pub memory: u64,
     pub processes: u32,
+}
+
+impl CompileLimits {
+    /// The wall-clock limit in force.
+    pub fn effective_wall(&self) -> f64 {
+        self.wall.unwrap_or(self.time)
+    }
 }
 
 impl Default for CompileLimits {
     fn default() -> Self {
         CompileLimits {
             time: 30.0,
+            wall: None,
             memory: 1024,
             processes: 32,
         }
@@ -72,6 +84,21 @@ struct LanguageSpec {
     run_processes: Option<u32>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    main_class: MainClassRule,
+}
+
+/// Where `{mainclass}` comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MainClassRule {
+    /// problemtools': `{mainfile}` without its extension.
+    #[default]
+    FileName,
+    /// Java (contract §2): the class whose class file, written by the compile
+    /// step, declares `public static void main(String[])`, package-qualified;
+    /// none is a Compilation Error.
+    ClassFiles,
 }
 
 /// One configured language.
@@ -89,6 +116,7 @@ pub struct Language {
     pub compile_limits: CompileLimits,
     pub run_processes: u32,
     pub env: Vec<(String, String)>,
+    pub main_class: MainClassRule,
 }
 
 fn split(template: &str) -> Vec<String> {
@@ -125,6 +153,7 @@ impl Language {
             compile_limits: spec.compile_limits,
             run_processes: spec.run_processes.unwrap_or(64),
             env: spec.env.into_iter().collect(),
+            main_class: spec.main_class,
             id,
         })
     }

@@ -6,6 +6,7 @@
 //! interactive test runs its two sandboxes on two threads.
 
 mod boxed;
+mod capture;
 mod cases;
 mod compile;
 pub mod default_validator;
@@ -14,6 +15,7 @@ mod engine;
 mod error;
 pub mod grading;
 mod interactive;
+mod java;
 pub mod language;
 mod validator;
 mod verdict;

@@ -21,7 +21,10 @@ pub struct Limits {
     pub processes: u32,
     /// Largest file the program may write (RLIMIT_FSIZE), stdout/stderr included.
     pub output_bytes: u64,
-    /// Stack rlimit; `None` = the memory limit.
+    /// Stack rlimit; `None` = unlimited (contract §1, 2026-12): the memory
+    /// cgroup bounds the stack, so a deep recursion may use the whole memory
+    /// limit while threads get the C library's default stack (glibc: 2 MiB,
+    /// which it uses when `RLIMIT_STACK` is unlimited).
     pub stack_bytes: Option<u64>,
     /// Open file descriptors (RLIMIT_NOFILE).
     pub open_files: u32,
@@ -44,6 +47,9 @@ impl Default for Limits {
     }
 }
 
+/// `RLIM_INFINITY` on Linux: the stack rlimit when none is asked for.
+pub const STACK_UNLIMITED: u64 = u64::MAX;
+
 impl Limits {
     /// The wall-clock limit in force: explicit, else `2*cpu+1s`, else 30 s.
     pub fn effective_wall_time(&self) -> Duration {
@@ -54,9 +60,9 @@ impl Limits {
         }
     }
 
-    /// The stack rlimit in force.
+    /// The stack rlimit in force (`u64::MAX` = `RLIM_INFINITY`).
     pub fn effective_stack(&self) -> u64 {
-        self.stack_bytes.unwrap_or(self.memory_bytes)
+        self.stack_bytes.unwrap_or(STACK_UNLIMITED)
     }
 }
 

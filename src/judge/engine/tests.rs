@@ -29,6 +29,8 @@ impl CaseRunner for Scripted {
             signal: None,
             status: "ok".into(),
             judge_message: String::new(),
+            stderr: String::new(),
+            stderr_bytes: 0,
         })
     }
     fn cancelled(&self) -> bool {
