@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::judge::{LanguageTable, Verdict};
 use crate::package::{self, PackageError, Problem};
 use crate::protocol::SubmissionFile;
+use crate::verify;
 
 /// Where the example problems are looked for, first found wins:
 /// `$JUDGE_EXAMPLES_DIR`; `examples/problems` in the current directory (the
@@ -39,23 +40,26 @@ pub struct ExampleCase {
     pub label: String,
     /// The folder it sits in (`accepted`, `partially_accepted`, ...).
     pub folder: String,
-    pub expected: Verdict,
+    /// What `verify` makes of it: language, what it expects (folder or
+    /// `@EXPECTED_RESULTS@` tag), whether it can be judged.
+    pub entry: verify::Entry,
     pub language: String,
     pub files: Vec<SubmissionFile>,
 }
 
 impl ExampleCase {
-    /// Whether `verdict` with `score` of `max_score` is what the folder promises
-    /// (`partially_accepted`: Accepted with a score strictly between 0 and max).
+    /// Whether `verdict` with `score` of `max_score` is what it expects (as
+    /// `verify` decides: `partially_accepted` wants a partial score,
+    /// `run_time_error` takes Memory Limit Exceeded too, a folder naming no
+    /// verdict takes anything).
     pub fn matches(&self, verdict: &str, score: f64, max_score: f64) -> bool {
-        if verdict != self.expected.as_str() {
+        let Some(verdict) = Verdict::ALL.into_iter().find(|v| v.as_str() == verdict) else {
             return false;
-        }
-        match self.folder.as_str() {
-            "partially_accepted" => score > 0.0 && score < max_score,
-            "accepted" => score == max_score,
-            _ => true,
-        }
+        };
+        self.entry
+            .expected
+            .matches(verdict, score, max_score)
+            .unwrap_or(true)
     }
 }
 
@@ -82,12 +86,12 @@ pub enum ExampleError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{label}: {why}")]
-    Unusable { label: String, why: String },
+    #[error(transparent)]
+    Read(#[from] verify::plan::ReadError),
 }
 
 /// Every problem folder under `root` (sorted by name) with its example
-/// submissions; submissions in folders that name no verdict are left out.
+/// submissions, as `verify` lists them.
 pub fn load_examples(
     root: &Path,
     languages: &LanguageTable,
@@ -113,48 +117,27 @@ fn load_problem(dir: &Path, languages: &LanguageTable) -> Result<ExampleProblem,
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut cases = Vec::new();
-    for sub in &problem.submissions {
-        let Some(expected) = Verdict::from_folder(&sub.expected) else {
-            continue;
-        };
-        let label = format!("{name}/{}/{}", sub.expected, sub.name);
-        let unusable = |why: &str| ExampleError::Unusable {
-            label: label.clone(),
-            why: why.to_string(),
-        };
-        let first = sub
-            .files
-            .first()
-            .and_then(|f| f.file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| unusable("no source file"))?;
-        let language = languages
-            .detect(&first)
-            .ok_or_else(|| unusable("no configured language for its extension"))?
-            .id
-            .clone();
-        let files = sub
-            .files
-            .iter()
-            .map(|path| {
-                let bytes = std::fs::read(path).map_err(io_at(path))?;
-                let file_name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                Ok(SubmissionFile::from_bytes(file_name, &bytes))
-            })
-            .collect::<Result<Vec<_>, ExampleError>>()?;
-        cases.push(ExampleCase {
-            problem: name.clone(),
-            label,
-            folder: sub.expected.clone(),
-            expected,
-            language,
-            files,
-        });
+    let mut warnings = Vec::new();
+    let entries = verify::plan::entries(&problem, languages, &mut warnings)?;
+    for warning in warnings {
+        tracing::warn!("{name}: {warning}");
     }
+    let cases = entries
+        .into_iter()
+        .map(|entry| ExampleCase {
+            problem: name.clone(),
+            label: format!("{name}/{}", entry.label),
+            folder: entry.folder.clone(),
+            language: entry.language.clone(),
+            files: entry
+                .submission
+                .files
+                .iter()
+                .map(|f| SubmissionFile::from_bytes(f.name.clone(), &f.content))
+                .collect(),
+            entry,
+        })
+        .collect();
     Ok(ExampleProblem {
         name,
         dir: dir.to_path_buf(),
@@ -201,18 +184,41 @@ pub fn tar_gz(dir: &Path) -> Result<Vec<u8>, ExampleError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn partially_accepted_needs_a_partial_score() {
-        let case = ExampleCase {
+    fn case(folder: &str) -> ExampleCase {
+        let entry = verify::Entry {
+            label: format!("{folder}/x.c"),
+            folder: folder.into(),
+            expected: verify::Expected::from_folder(folder),
+            tagged: false,
+            language: "c".into(),
+            skip: None,
+            submission: crate::judge::Submission {
+                language: "c".into(),
+                files: vec![],
+            },
+        };
+        ExampleCase {
             problem: "p".into(),
-            label: "p/partially_accepted/x".into(),
-            folder: "partially_accepted".into(),
-            expected: Verdict::Accepted,
+            label: format!("p/{folder}/x.c"),
+            folder: folder.into(),
+            entry,
             language: "c".into(),
             files: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn partially_accepted_needs_a_partial_score() {
+        let case = case("partially_accepted");
         assert!(case.matches("Accepted", 50.0, 100.0));
         assert!(!case.matches("Accepted", 100.0, 100.0));
-        assert!(!case.matches("Wrong Answer", 50.0, 100.0));
+        assert!(!case.matches("Accepted", 0.0, 100.0));
+    }
+
+    #[test]
+    fn the_demo_compares_as_verify_does() {
+        assert!(case("run_time_error").matches("Memory Limit Exceeded", 0.0, 1.0));
+        assert!(case("slow_accepted").matches("Wrong Answer", 0.0, 1.0));
+        assert!(!case("accepted").matches("Failed", 0.0, 1.0));
     }
 }

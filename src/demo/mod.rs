@@ -9,7 +9,6 @@
 pub mod examples;
 pub mod manager;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,10 +19,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 
 use crate::cli::DemoArgs;
-use crate::judge::LanguageTable;
+use crate::judge::{LanguageTable, Verdict};
 use crate::protocol::{Id, JobView};
 use crate::runner::{Daemon, Shutdown};
 use crate::server;
+use crate::verify;
 use examples::{ExampleCase, ExampleProblem};
 use manager::Manager;
 
@@ -57,12 +57,13 @@ pub fn run(args: DemoArgs) -> ExitCode {
     }
 }
 
-/// One submitted example and what became of it.
+/// One submitted example and what became of it: `row` is `verify`'s row,
+/// filled from the job's result.
 struct Tracked {
     case: ExampleCase,
     job: Option<Id>,
     final_view: Option<JobView>,
-    time: Option<f64>,
+    row: verify::Row,
 }
 
 async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
@@ -119,19 +120,21 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let offered = daemon.languages().to_vec();
     eprintln!(
-        "judge-runner demo: Runner with {} slot(s), languages {}",
+        "judge-runner demo: Runner with {} slot(s); {}",
         daemon.slot_count(),
-        offered.join(", ")
+        banner_languages(&problems, &offered)
     );
     let shutdown = Shutdown::new();
     let daemon_task = tokio::spawn(daemon.run(shutdown.clone()));
 
+    let started = Instant::now();
     let judged = submit_and_watch(&manager, &problems, &offered).await;
+    let wall = started.elapsed();
     shutdown.now();
     let _ = daemon_task.await;
     server.shutdown().await?;
     let tracked = judged?;
-    let all_matched = print_table(&tracked);
+    let all_matched = print_table(&tracked, wall);
     if args.keep {
         let kept = work.keep();
         eprintln!("judge-runner demo: kept {}", kept.display());
@@ -161,7 +164,12 @@ async fn submit_and_watch(
         let bytes = examples::tar_gz(&problem.dir)?;
         let created = manager.upload_problem(bytes, None).await?;
         for case in &problem.cases {
-            let job = if offered.contains(&case.language) {
+            let mut row = verify::Row::new(&case.entry);
+            row.label.clone_from(&case.label);
+            if row.skipped.is_none() && !offered.contains(&case.language) {
+                row.skipped = Some(format!("no {} toolchain here", case.language));
+            }
+            let job = if row.skipped.is_none() {
                 let attempt = manager
                     .submit(created.problem_id, &case.language, case.files.clone())
                     .await?;
@@ -173,7 +181,7 @@ async fn submit_and_watch(
                 case: case.clone(),
                 job,
                 final_view: None,
-                time: None,
+                row,
             });
         }
     }
@@ -194,11 +202,9 @@ async fn watch(manager: &Manager, tracked: &mut [Tracked]) -> anyhow::Result<()>
             bar.println(line);
         }
     };
+    let width = verify::table::label_width(tracked.iter().map(|t| t.row.label.as_str()));
     for t in tracked.iter().filter(|t| t.job.is_none()) {
-        say(format!(
-            "  skipped  {} (no {} toolchain here)",
-            t.case.label, t.case.language
-        ));
+        say(verify::table::line(&t.row, width));
         bar.inc(1);
     }
     let started = Instant::now();
@@ -208,10 +214,9 @@ async fn watch(manager: &Manager, tracked: &mut [Tracked]) -> anyhow::Result<()>
             let Some(job) = t.job else { continue };
             let view = manager.job(job).await?;
             if view.state.is_final() {
-                t.time = max_cpu_seconds(manager, job, &view).await;
-                let verdict = verdict_of(&view);
-                let mark = if matched(t, &view) { "ok " } else { "BAD" };
-                say(format!("  {mark}  {:<48} {verdict}", t.case.label));
+                let time = max_cpu_seconds(manager, job, &view).await;
+                fill_row(&mut t.row, &view, time);
+                say(verify::table::line(&t.row, width));
                 t.final_view = Some(view);
                 bar.inc(1);
             } else if view.state == crate::protocol::JobState::Running {
@@ -249,10 +254,55 @@ fn verdict_of(view: &JobView) -> String {
     }
 }
 
-fn matched(t: &Tracked, view: &JobView) -> bool {
-    view.result
-        .as_ref()
-        .is_some_and(|r| t.case.matches(&r.verdict, r.score, r.max_score))
+/// `verify`'s row from a final job: its verdict compared as `verify` compares,
+/// or an error when the job ended without a verdict `verify` knows.
+fn fill_row(row: &mut verify::Row, view: &JobView, time: Option<f64>) {
+    row.max_cpu_seconds = time;
+    let Some(result) = &view.result else {
+        row.ok = false;
+        row.error = Some(verdict_of(view));
+        return;
+    };
+    row.score = Some(result.score);
+    row.max_score = Some(result.max_score);
+    match Verdict::ALL
+        .into_iter()
+        .find(|v| v.as_str() == result.verdict)
+    {
+        Some(verdict) => {
+            row.verdict = Some(verdict);
+            row.ok = row
+                .expected
+                .matches(verdict, result.score, result.max_score)
+                .unwrap_or(true);
+        }
+        None => {
+            row.ok = false;
+            row.error = Some(format!("verdict {:?}", result.verdict));
+        }
+    }
+}
+
+/// The languages of the banner: those the examples are written in (a language
+/// the Runner offers but no example uses is not worth naming), and which of
+/// them this host cannot judge.
+fn banner_languages(problems: &[ExampleProblem], offered: &[String]) -> String {
+    let used: std::collections::BTreeSet<&str> = problems
+        .iter()
+        .flat_map(|p| &p.cases)
+        .map(|c| c.language.as_str())
+        .collect();
+    let used: Vec<&str> = used.into_iter().collect();
+    let missing: Vec<&str> = used
+        .iter()
+        .copied()
+        .filter(|l| !offered.iter().any(|o| o == l))
+        .collect();
+    let mut text = format!("the examples are in {}", used.join(", "));
+    if !missing.is_empty() {
+        text.push_str(&format!(" (no toolchain here for {})", missing.join(", ")));
+    }
+    text
 }
 
 /// The submission's time as judges quote it: the slowest test's CPU time.
@@ -268,52 +318,36 @@ async fn max_cpu_seconds(manager: &Manager, job: Id, view: &JobView) -> Option<f
         .reduce(f64::max)
 }
 
-/// The final table; answers whether every verdict matched.
-fn print_table(tracked: &[Tracked]) -> bool {
-    let width = tracked
-        .iter()
-        .map(|t| t.case.label.len())
-        .max()
-        .unwrap_or(10)
-        .max(10);
+/// The final table (`verify`'s); answers whether every verdict matched.
+fn print_table(tracked: &[Tracked], wall: Duration) -> bool {
+    let rows: Vec<verify::Row> = tracked.iter().map(|t| t.row.clone()).collect();
     println!();
-    println!(
-        "{:<width$}  {:<22}  {:<30}  {:>7}",
-        "submission", "expected", "verdict", "time"
-    );
-    println!("{}", "-".repeat(width + 2 + 22 + 2 + 30 + 2 + 7));
-    let mut by_outcome: BTreeMap<&str, usize> = BTreeMap::new();
-    for t in tracked {
-        let (verdict, ok) = match &t.final_view {
-            Some(view) => (verdict_of(view), matched(t, view)),
-            None => ("skipped: no toolchain".to_string(), false),
-        };
-        let expected = match t.case.folder.as_str() {
-            "partially_accepted" => "Accepted (partial)".to_string(),
-            _ => t.case.expected.as_str().to_string(),
-        };
-        let time = t
-            .time
-            .map_or_else(|| "-".to_string(), |s| format!("{s:.3}s"));
-        let flag = if ok { "" } else { "  <-- MISMATCH" };
-        println!(
-            "{:<width$}  {expected:<22}  {verdict:<30}  {time:>7}{flag}",
-            t.case.label
-        );
-        *by_outcome
-            .entry(if ok { "matched" } else { "mismatched" })
-            .or_default() += 1;
-    }
-    let matched = by_outcome.get("matched").copied().unwrap_or(0);
-    println!();
-    println!(
-        "{matched} of {} verdicts matched their folder",
-        tracked.len()
-    );
-    matched == tracked.len()
+    print!("{}", verify::table::table(&rows, wall));
+    rows.iter().all(|r| r.ok)
 }
 
 /// Used by tests: the examples under `root`, with the built-in languages.
 pub fn load(root: &Path) -> anyhow::Result<Vec<ExampleProblem>> {
     Ok(examples::load_examples(root, &LanguageTable::builtin()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_banner_names_only_languages_the_examples_use() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/problems");
+        let problems = load(&root).unwrap();
+        let offered: Vec<String> = ["c", "cpp", "java", "python3", "rust"]
+            .map(String::from)
+            .to_vec();
+        let banner = banner_languages(&problems, &offered);
+        assert_eq!(banner, "the examples are in c, cpp, python3");
+        let banner = banner_languages(&problems, &offered[..2]);
+        assert!(
+            banner.ends_with("(no toolchain here for python3)"),
+            "{banner}"
+        );
+    }
 }
