@@ -318,6 +318,14 @@ pub struct ServeArgs {
     /// Database connections this server may hold
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub db_connections: u32,
+    /// Languages a submission or trial may name; another is 422 language.unknown
+    #[arg(
+        long,
+        value_name = "LANG,...",
+        value_delimiter = ',',
+        default_value = "c,cpp,python3,rust,java"
+    )]
+    pub languages: Vec<String>,
     /// The manager token (every scope)
     #[arg(
         long,

@@ -158,6 +158,7 @@ fn check_prints_the_problem_or_what_is_wrong() {
     let text = String::from_utf8_lossy(&out.stdout);
     for expected in [
         "Greet the Judge",
+        "format:     legacy",
         "pass-fail",
         "time 2 s",
         "memory 256 MiB",
@@ -216,6 +217,27 @@ fn check_reads_archives_and_refuses_hostile_ones() {
         text.contains("scoring") && text.contains("tests:      13"),
         "{text}"
     );
+    // The package format's words, never a Rust type name (a Debug dump).
+    for word in [
+        "format:     2023-07",
+        "on_reject break",
+        "min of scores",
+        "worst_error",
+        "first_error",
+        "accept_if_any_accepted",
+    ] {
+        assert!(text.contains(word), "{word:?} missing in:\n{text}");
+    }
+    for dump in [
+        "V2023_07",
+        "WorstError",
+        "FirstError",
+        "Min of",
+        "Sum of",
+        "Break",
+    ] {
+        assert!(!text.contains(dump), "{dump:?} in:\n{text}");
+    }
 
     let evil = work.path().join("evil.tar.gz");
     std::fs::write(&evil, tar_gz_bytes(&[Item::File("../escape", b"x")])).unwrap();

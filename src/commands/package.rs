@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use super::{EXIT_FAILURE, EXIT_USAGE};
 use crate::cli::{PackageCheckArgs, PackageCommand, PackageFetchArgs, UnpackLimitArgs};
 use crate::package::{
-    self, Cache, Grading, OnReject, OutputValidator, PackageError, Problem, ProblemKind, TestGroup,
-    TestItem, UnpackLimits,
+    self, Cache, Grading, OutputValidator, PackageError, Problem, ProblemKind, TestGroup, TestItem,
+    UnpackLimits,
 };
 
 pub fn run(args: PackageCommand) -> ExitCode {
@@ -110,7 +110,7 @@ pub fn describe(problem: &Problem, time_limit: Option<f64>) -> String {
     let cases = problem.cases();
     let _ = writeln!(out, "problem:    {}", problem.name);
     let _ = writeln!(out, "root:       {}", problem.root.display());
-    let _ = writeln!(out, "format:     {:?}", problem.format);
+    let _ = writeln!(out, "format:     {}", problem.format);
     let _ = writeln!(out, "type:       {kind}");
     let _ = writeln!(
         out,
@@ -161,7 +161,11 @@ fn validator(problem: &Problem) -> String {
                 .path
                 .strip_prefix(&problem.root)
                 .unwrap_or(&custom.path);
-            format!("custom {} {:?}", path.display(), custom.args)
+            if custom.args.is_empty() {
+                format!("custom {}", path.display())
+            } else {
+                format!("custom {} {}", path.display(), custom.args.join(" "))
+            }
         }
     }
 }
@@ -193,15 +197,11 @@ fn group_lines(out: &mut String, group: &TestGroup, kind: ProblemKind, depth: us
 }
 
 fn grading(g: &Grading, kind: ProblemKind) -> String {
-    let on_reject = match g.on_reject {
-        OnReject::Break => "break",
-        OnReject::Continue => "continue",
-    };
-    let mut text = format!("on_reject {on_reject}");
+    let mut text = format!("on_reject {}", g.on_reject);
     if kind == ProblemKind::Scoring {
         let _ = write!(
             text,
-            ", {:?} of scores, {:?}, accept {} reject {}, range {} {}",
+            ", {} of scores, {}, accept {} reject {}, range {} {}",
             g.score_aggregation,
             g.verdict_aggregation,
             g.accept_score,
@@ -217,7 +217,11 @@ fn grading(g: &Grading, kind: ProblemKind) -> String {
         }
     }
     if !g.output_validator_flags.is_empty() {
-        let _ = write!(text, ", validator flags {:?}", g.output_validator_flags);
+        let _ = write!(
+            text,
+            ", validator flags {}",
+            g.output_validator_flags.join(" ")
+        );
     }
     text
 }

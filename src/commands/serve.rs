@@ -21,6 +21,7 @@ pub fn config_from(args: ServeArgs) -> Config {
     config.max_body = args.max_body.bytes();
     config.max_upload = args.max_upload.bytes();
     config.max_connections = args.db_connections;
+    config.languages = args.languages;
     config
 }
 

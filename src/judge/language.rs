@@ -242,6 +242,23 @@ pub struct Toolchain {
     pub version: String,
 }
 
+/// What an operator reads in a log: the version line, and the directory when
+/// the toolchain names one (`gcc (Debian 12.2.0-14) 12.2.0`,
+/// `openjdk 17.0.13 in /usr/lib/jvm/java-17-openjdk-amd64`).
+impl std::fmt::Display for Toolchain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let version = if self.version.is_empty() {
+            "version unknown"
+        } else {
+            self.version.as_str()
+        };
+        match &self.dir {
+            Some(dir) => write!(f, "{version} in {}", dir.display()),
+            None => f.write_str(version),
+        }
+    }
+}
+
 impl Toolchain {
     /// The toolchain's directory, read-only at the same path in a box.
     pub(crate) fn binds(&self) -> Vec<super::boxed::Bind> {

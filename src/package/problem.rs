@@ -363,3 +363,61 @@ impl Problem {
         }
     }
 }
+
+// The words an operator reads (`package check`, logs): the package format's own
+// spellings, never a Rust type name.
+
+impl FormatVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FormatVersion::Legacy => "legacy",
+            FormatVersion::V2023_07 => "2023-07",
+        }
+    }
+}
+
+impl ScoreAggregation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScoreAggregation::Sum => "sum",
+            ScoreAggregation::Min => "min",
+            ScoreAggregation::Max => "max",
+            ScoreAggregation::Avg => "avg",
+        }
+    }
+}
+
+impl VerdictAggregation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictAggregation::FirstError => "first_error",
+            VerdictAggregation::WorstError => "worst_error",
+            VerdictAggregation::AlwaysAccept => "always_accept",
+        }
+    }
+}
+
+impl OnReject {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnReject::Break => "break",
+            OnReject::Continue => "continue",
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(
+    FormatVersion,
+    ScoreAggregation,
+    VerdictAggregation,
+    OnReject
+);

@@ -27,6 +27,8 @@ use crate::protocol::{
 
 /// How long one ordinary call may take before it counts as unanswered.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the start-up key check waits for the Server.
+const KEY_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 /// A claim waits `wait_seconds` on the Server; this much more is the network's.
 const CLAIM_SLACK: Duration = Duration::from_secs(10);
 
@@ -143,6 +145,29 @@ impl Client {
                 url: package.url.clone(),
                 detail: e.to_string(),
             })
+    }
+
+    /// Start-up check of the key (CONTRACT §5): `GET /api/packages/{64 zeros}`, a
+    /// Runner call that changes nothing. Any answer but a refusal of the key
+    /// (404: no such package) means the Server takes it; 401 `auth.required` /
+    /// `auth.revoked` (or 403: not a Runner key) is `Refused`; no answer is
+    /// `Unreachable` (the daemon starts anyway and keeps trying).
+    pub async fn check_key(&self) -> Result<(), ClientError> {
+        let path = format!("api/packages/{}", "0".repeat(64));
+        let response = self
+            .send(Method::GET, &path, KEY_CHECK_TIMEOUT, |r| r)
+            .await?;
+        let status = response.status();
+        if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+            return Ok(());
+        }
+        match self
+            .answer::<serde_json::Value>("the key check", None, response)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(err) => Err(err),
+        }
     }
 
     /// `POST /api/jobs/claim`: a job or trial, or `None` when nothing was

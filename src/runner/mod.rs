@@ -93,6 +93,16 @@ pub enum RunnerError {
     Client(#[from] ClientError),
     #[error("cannot open the package cache: {0}")]
     Cache(#[from] PackageError),
+    /// The Server answered 401 (or 403) to this daemon's key at start-up.
+    #[error(
+        "the Server at {server} refuses this Runner key ({status} {code}: {message}); check --key / JUDGE_RUNNER_KEY (a key comes from POST /api/runners)"
+    )]
+    KeyRefused {
+        server: String,
+        status: u16,
+        code: String,
+        message: String,
+    },
     #[error("cannot load the language table: {0}")]
     Languages(#[from] LanguageConfigError),
     #[error("no language to offer: {detail}")]
@@ -138,6 +148,7 @@ impl Daemon {
     /// (toolchain probes) runs on a blocking thread.
     pub async fn build(config: Config) -> Result<Daemon, RunnerError> {
         let client = Client::new(&config.server, &config.key)?;
+        check_key(&client, &config.server).await?;
         let table = match &config.language_config {
             Some(path) => LanguageTable::from_file(path)?,
             None => LanguageTable::builtin()?,
@@ -272,6 +283,29 @@ impl Daemon {
     }
 }
 
+/// A key the Server refuses at start-up ends the daemon (CONTRACT §5); a Server
+/// that does not answer does not: the daemon starts and its claims keep trying.
+async fn check_key(client: &Client, server: &str) -> Result<(), RunnerError> {
+    match client.check_key().await {
+        Ok(()) => Ok(()),
+        Err(ClientError::Refused {
+            status,
+            code,
+            message,
+            ..
+        }) => Err(RunnerError::KeyRefused {
+            server: server.to_string(),
+            status,
+            code,
+            message,
+        }),
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot check the key now: the Server does not answer; starting anyway");
+            Ok(())
+        }
+    }
+}
+
 /// CPUs − 1 (one is left to the daemon, the Server, the kernel), at least 1.
 pub fn default_slots() -> usize {
     slot::usable_cpus().len().saturating_sub(1).max(1)
@@ -307,7 +341,7 @@ fn offered_languages(
         .available_languages()
         .into_iter()
         .map(|(id, toolchain)| {
-            tracing::info!(language = %id, toolchain = ?toolchain, "toolchain found");
+            tracing::info!(language = %id, toolchain = %toolchain, "toolchain found");
             id
         })
         .collect();

@@ -27,6 +27,11 @@ pub enum ApiError {
     AttemptConflict(String),
     #[error("extra is {size} bytes of JSON; at most {limit} are accepted")]
     ExtraTooLarge { size: usize, limit: usize },
+    #[error("language {language:?} is not accepted here; accepted: {}", accepted.join(", "))]
+    LanguageUnknown {
+        language: String,
+        accepted: Vec<String>,
+    },
     #[error("{0}")]
     Invalid(String),
     /// Well-formed but refused (422) with its own code.
@@ -53,9 +58,9 @@ impl ApiError {
             ApiError::LeaseLost(_)
             | ApiError::AttemptFinished(_)
             | ApiError::AttemptConflict(_) => StatusCode::CONFLICT,
-            ApiError::ExtraTooLarge { .. } | ApiError::PackageInvalid(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            ApiError::ExtraTooLarge { .. }
+            | ApiError::LanguageUnknown { .. }
+            | ApiError::PackageInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -74,6 +79,7 @@ impl ApiError {
             ApiError::AttemptFinished(_) => code::ATTEMPT_FINISHED,
             ApiError::AttemptConflict(_) => code::ATTEMPT_CONFLICT,
             ApiError::ExtraTooLarge { .. } => code::RESULT_EXTRA_TOO_LARGE,
+            ApiError::LanguageUnknown { .. } => code::LANGUAGE_UNKNOWN,
             ApiError::Invalid(_) => code::REQUEST_INVALID,
             ApiError::Unprocessable { code, .. } => code,
             ApiError::TooLarge { .. } => code::REQUEST_TOO_LARGE,

@@ -41,7 +41,13 @@ pub struct Config {
     pub max_connections: u32,
     /// Longest `wait_seconds` a claim may ask for.
     pub max_claim_wait: Duration,
+    /// Languages a submission or trial may name (`--languages`); any other is
+    /// refused with 422 `language.unknown`.
+    pub languages: Vec<String>,
 }
+
+/// `serve --languages`' default (CONTRACT §4).
+pub const DEFAULT_LANGUAGES: [&str; 5] = ["c", "cpp", "python3", "rust", "java"];
 
 impl Config {
     /// The contract's defaults, with the three things nobody can default.
@@ -63,6 +69,7 @@ impl Config {
             manager_token: manager_token.into(),
             max_connections: 16,
             max_claim_wait: Duration::from_secs(60),
+            languages: DEFAULT_LANGUAGES.iter().map(|l| l.to_string()).collect(),
         }
     }
 }
@@ -79,6 +86,9 @@ impl Config {
         }
         if self.delivery_cap == 0 {
             return bad("--delivery-cap must be at least 1");
+        }
+        if self.languages.is_empty() || self.languages.iter().any(|l| l.trim().is_empty()) {
+            return bad("--languages must name at least one language, without empty names");
         }
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
@@ -111,6 +121,19 @@ impl Deref for AppState {
     type Target = Shared;
     fn deref(&self) -> &Shared {
         &self.0
+    }
+}
+
+impl Shared {
+    /// Refuses a language this Server does not accept (`--languages`).
+    pub fn check_language(&self, language: &str) -> Result<(), crate::server::error::ApiError> {
+        if self.config.languages.iter().any(|l| l == language) {
+            return Ok(());
+        }
+        Err(crate::server::error::ApiError::LanguageUnknown {
+            language: language.to_string(),
+            accepted: self.config.languages.clone(),
+        })
     }
 }
 

@@ -153,7 +153,7 @@ pub async fn receive_package(state: &AppState, body: Body) -> Result<Received, A
         .receive(body.into_data_stream(), state.config.max_upload)
         .await?;
     let path = received.temp.to_path_buf();
-    tokio::task::spawn_blocking(move || packages::validate(&path))
+    tokio::task::spawn_blocking(move || packages::validate(&path, "the uploaded package"))
         .await
         .map_err(|e| ApiError::Internal(format!("package check panicked: {e}")))?
         .map_err(ApiError::PackageInvalid)?;
@@ -255,6 +255,7 @@ pub async fn create_submission(
     ApiJson(body): ApiJson<CreateSubmission>,
 ) -> Result<Created<AttemptCreated>, ApiError> {
     check_name("language", &body.language)?;
+    state.check_language(&body.language)?;
     check_files(&body.files)?;
     let files_json = serde_json::to_string(&body.files)
         .map_err(|e| ApiError::Internal(format!("files do not serialise: {e}")))?;

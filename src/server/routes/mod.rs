@@ -240,4 +240,30 @@ pub fn router(state: AppState) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .with_state(state)
+        .layer(axum::middleware::from_fn(log_request))
+}
+
+/// Logs every request at info once answered (CONTRACT §4): method, the route
+/// template (`/api/jobs/{id}/lease`, not the ids, never a query or a header, so
+/// never a token), status and milliseconds.
+async fn log_request(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "(no route)".to_string(), |m| m.as_str().to_string());
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(
+        %method,
+        route = %route,
+        status = response.status().as_u16(),
+        ms = format_args!("{ms:.1}"),
+        "request"
+    );
+    response
 }
