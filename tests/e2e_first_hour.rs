@@ -181,6 +181,17 @@ async fn serve_refuses_a_language_it_does_not_accept() {
     }
     let (status, body) = post_json(&url, TOKEN, submission(problem, "python3")).await;
     assert_eq!(status, 201, "{body}");
+    // The OpenAPI document says so too.
+    let doc: Value = reqwest::get(format!("{}/api/openapi.json", serve.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for path in ["/api/submissions", "/api/trials"] {
+        let answer = doc["paths"][path]["post"]["responses"]["422"].to_string();
+        assert!(answer.contains("language.unknown"), "{path}: {answer}");
+    }
     drop(serve);
 
     std::fs::create_dir_all(scene.path("default")).unwrap();

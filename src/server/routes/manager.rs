@@ -21,14 +21,16 @@ use crate::server::db::{DbError, Work};
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::server::packages;
-use crate::server::routes::openapi::{AUTHED, BODY, Binary, MISSING, PACKAGE, SERVER, errors};
+use crate::server::routes::openapi::{
+    AUTHED, BODY, Binary, LANGUAGE, MISSING, PACKAGE, SERVER, errors,
+};
 use crate::server::state::AppState;
 use crate::server::storage::{Received, Storage};
 
 errors!(JsonErrors: AUTHED, BODY, SERVER);
 errors!(PathErrors: AUTHED, MISSING, SERVER);
 errors!(ProblemErrors: AUTHED, BODY, MISSING, PACKAGE, SERVER);
-errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER);
+errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER, LANGUAGE);
 errors!(RejudgeErrors: AUTHED, BODY, MISSING, SERVER, &[(409, &[crate::protocol::codes::error::ATTEMPT_CONFLICT])]);
 errors!(CancelErrors: AUTHED, MISSING, SERVER, &[(409, &[crate::protocol::codes::error::ATTEMPT_FINISHED])]);
 

@@ -47,6 +47,8 @@ pub const MISSING: Codes = &[(404, &[code::NOT_FOUND])];
 pub const LEASE: Codes = &[(409, &[code::LEASE_LOST])];
 /// An uploaded package.
 pub const PACKAGE: Codes = &[(422, &[code::PACKAGE_INVALID])];
+/// A submission or trial naming its language (`serve --languages`).
+pub const LANGUAGE: Codes = &[(422, &[code::LANGUAGE_UNKNOWN])];
 
 /// The responses of `groups`, one per status, the codes of a status merged.
 pub fn error_responses(groups: &[Codes]) -> BTreeMap<String, RefOr<Answer>> {

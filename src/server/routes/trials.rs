@@ -15,11 +15,13 @@ use crate::server::error::ApiError;
 use crate::server::extract::ApiPath;
 use crate::server::packages;
 use crate::server::routes::manager::{check_files, check_name, check_time_limit};
-use crate::server::routes::openapi::{AUTHED, BODY, MISSING, PACKAGE, SERVER, TrialUpload, errors};
+use crate::server::routes::openapi::{
+    AUTHED, BODY, LANGUAGE, MISSING, PACKAGE, SERVER, TrialUpload, errors,
+};
 use crate::server::state::AppState;
 use crate::server::storage::{Received, Storage};
 
-errors!(CreateErrors: AUTHED, BODY, PACKAGE, SERVER);
+errors!(CreateErrors: AUTHED, BODY, PACKAGE, SERVER, LANGUAGE);
 errors!(GetErrors: AUTHED, MISSING, SERVER);
 
 /// The parts of a trial upload.
