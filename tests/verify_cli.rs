@@ -184,7 +184,7 @@ fn every_folder_a_wrong_expectation_and_hostile_submissions() {
             "--slots",
             "2",
             "--first-box",
-            "4200",
+            "5000",
             "--report",
             report_path.to_str().unwrap(),
         ],
@@ -290,7 +290,7 @@ fn every_folder_a_wrong_expectation_and_hostile_submissions() {
         assert_eq!(row(&rows, hostile)["ok"], true, "{hostile}: {all}");
     }
     assert!(!Path::new("/tmp/judge-runner-verify-fill").exists());
-    let left = box_processes(4200..4202);
+    let left = box_processes(5000..5002);
     assert!(left.is_empty(), "box processes left: {left:?}");
 
     // The summary: the time limit, the time column named, the total line.
@@ -336,7 +336,7 @@ fn a_missing_time_limit_is_computed_from_the_accepted_submissions() {
             "--slots",
             "1",
             "--first-box",
-            "4210",
+            "5010",
             "--languages",
             languages.to_str().unwrap(),
             "--report",
@@ -381,7 +381,7 @@ fn a_missing_time_limit_is_computed_from_the_accepted_submissions() {
             "--slots",
             "1",
             "--first-box",
-            "4210",
+            "5010",
             "--time-limit",
             "1",
             "--only",
@@ -429,7 +429,7 @@ fn a_package_that_does_not_parse_and_bad_arguments() {
     let pkg = tmp.path().join("broken");
     addition(&pkg, "name: x\nlimits:\n  time_limit: soon\n");
     write(&pkg, "submissions/accepted/add.c", ADD_C);
-    let out = verify("broken", &[pkg.to_str().unwrap(), "--first-box", "4220"]);
+    let out = verify("broken", &[pkg.to_str().unwrap(), "--first-box", "5020"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     // package check's message, word for word.
     let check = std::process::Command::new(EXE)
@@ -453,4 +453,46 @@ fn a_package_that_does_not_parse_and_bad_arguments() {
     assert_eq!(out.status.code(), Some(2));
     let out = verify("usage", &[good.to_str().unwrap(), "--only", "nothing*"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn box_ids_in_use_are_refused_naming_their_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("p");
+    addition(&pkg, "name: x\nlimits:\n  time_limit: 1\n");
+    write(&pkg, "submissions/accepted/add.c", ADD_C);
+    let locks = tmp.path().join("box-locks");
+    // Slot 1's validator box of `--first-box 5030 --slots 2`.
+    let held = judge_runner::sandbox::BoxLock::acquire_in(&locks, [5531], "a test").unwrap();
+    let run = || {
+        std::process::Command::new(EXE)
+            .args([
+                "verify",
+                pkg.to_str().unwrap(),
+                "--first-box",
+                "5030",
+                "--slots",
+                "2",
+            ])
+            .args([
+                "--cgroup-parent",
+                &format!("judge-runner-test-{}-verify-lock", std::process::id()),
+            ])
+            .env(judge_runner::sandbox::BOX_LOCK_DIR_ENV, &locks)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("5531") && err.contains("a test pid"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("accepted/add.c"));
+    // Twin: released, the same command judges.
+    drop(held);
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let _ = judge_runner::sandbox::remove_parent(&format!(
+        "judge-runner-test-{}-verify-lock",
+        std::process::id()
+    ));
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cli::VerifyArgs;
-use crate::judge::{LanguageTable, MAX_BOX_ID};
+use crate::judge::{BoxLock, LanguageTable, MAX_BOX_ID, slot_box_ids};
 use crate::package::{self, UnpackLimits};
 use crate::verify::{self, Config, table};
 
@@ -100,6 +100,13 @@ pub fn run(args: &VerifyArgs) -> ExitCode {
             Err(e) => failure(e),
         };
     }
+    // Held until verifying ends: no daemon, `judge` or other `verify` shares
+    // the slots' boxes or their validators'.
+    let slot_count = u32::try_from(slots).unwrap_or(u32::MAX);
+    let _boxes = match BoxLock::acquire(slot_box_ids(args.first_box, slot_count), "verify") {
+        Ok(lock) => lock,
+        Err(e) => return failure(e),
+    };
     let config = Config {
         slots,
         first_box: args.first_box,
