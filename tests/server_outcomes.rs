@@ -7,7 +7,7 @@ mod server_common;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use server_common::{Backend, TestServer, lease_of};
+use server_common::{Backend, MANAGER, TestServer, lease_of};
 
 backend_tests!(
     result_is_idempotent_for_the_same_token,
@@ -20,6 +20,7 @@ backend_tests!(
     extra_of_2049_bytes_as_sent_denied,
     lease_calls_naming_their_attempt_allowed,
     lease_calls_naming_another_attempt_denied,
+    rejudge_losing_the_attempt_race_names_the_real_latest,
 );
 
 async fn result_is_idempotent_for_the_same_token(backend: Backend) {
@@ -355,5 +356,95 @@ async fn lease_calls_naming_another_attempt_denied(backend: Backend) {
     assert_eq!(view["state"], "Running", "nothing changed");
     assert_eq!(view["row_version"], 0);
     assert_eq!(s.metric("judge_stale_result_dropped_total").await, 5.0);
+    s.stop().await;
+}
+
+/// Two rejudges racing for one attempt number: the loser's insert is a unique
+/// violation, answered 409 `attempt.conflict` naming the real latest attempt
+/// (read after the winner), never a made-up one. The race is forced with a
+/// trigger that inserts attempt 3 itself just before the rejudge's own insert.
+async fn rejudge_losing_the_attempt_race_names_the_real_latest(backend: Backend) {
+    use sqlx::Connection as _;
+    let s = TestServer::start(backend).await;
+    let (problem, ..) = s.problem().await;
+    let (submission, _) = s.submit(problem, "python3").await;
+    let path = format!("/api/submissions/{submission}/rejudge");
+    let rejudge = |expected: i64| s.post(&path, MANAGER, json!({"expected_attempt": expected}));
+    let (status, answer) = rejudge(1).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer["attempt"], 2);
+
+    // A copy of attempt 1 as attempt 3, inserted by a trigger ahead of the
+    // rejudge's own attempt 3 (committed or not, the rejudge then collides).
+    let race = |columns: &[String]| {
+        let list = columns.join(", ");
+        let values = columns
+            .iter()
+            .map(|c| {
+                if c == "attempt" {
+                    "NEW.attempt".to_string()
+                } else {
+                    c.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "INSERT INTO jobs ({list}) SELECT {values} FROM jobs \
+             WHERE submission_id = NEW.submission_id AND attempt = 1"
+        )
+    };
+    match backend {
+        Backend::Sqlite => {
+            let mut conn = sqlx::SqliteConnection::connect(&s.db.url).await.unwrap();
+            let columns: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_table_info('jobs') WHERE name <> 'id'")
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap();
+            let sql = format!(
+                "CREATE TRIGGER race BEFORE INSERT ON jobs WHEN NEW.attempt = 3 BEGIN {}; END",
+                race(&columns)
+            );
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.unwrap();
+        }
+        Backend::Postgres => {
+            let mut conn = sqlx::PgConnection::connect(&s.db.url).await.unwrap();
+            let columns: Vec<String> = sqlx::query_scalar(
+                "SELECT column_name::text FROM information_schema.columns \
+                 WHERE table_name = 'jobs' AND column_name <> 'id' \
+                 AND is_generated = 'NEVER' ORDER BY ordinal_position",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+            let sql = format!(
+                "CREATE FUNCTION race() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF pg_trigger_depth() = 1 AND NEW.attempt = 3 THEN {}; END IF; \
+                 RETURN NEW; END $$; \
+                 CREATE TRIGGER race BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION race()",
+                race(&columns)
+            );
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.unwrap();
+        }
+    }
+    let (status, answer) = rejudge(2).await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (StatusCode::CONFLICT, Some("attempt.conflict")),
+        "{answer}"
+    );
+    let message = answer["message"].as_str().unwrap();
+    // Everything of the losing transaction rolled back: 2 is still the latest.
+    assert!(message.contains("(latest: 2)"), "{message}");
+    assert!(!message.contains("-1"), "{message}");
     s.stop().await;
 }

@@ -114,25 +114,26 @@ const CLAIM: ClaimSql = ClaimSql {
     ),
 };
 
-const COMPLETE: &str = fenced!("jobs", ", state = 'Completed'", "problem_version_id");
+pub(super) const COMPLETE: &str = fenced!("jobs", ", state = 'Completed'", "problem_version_id");
 /// SQLite, after `COMPLETE` in the same `BEGIN IMMEDIATE` transaction.
 const INSERT_RESULT: &str = "INSERT INTO results (evaluation_job_id, problem_version_id, \
      score, max_score, verdict, extra, props, runner_version, created_ms) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 /// PostgreSQL: the fenced update and the Result insert as one statement; the
 /// insert sees only the row the fence let through.
-const COMPLETE_WITH_RESULT_PG: &str = concat!(
+pub(super) const COMPLETE_WITH_RESULT_PG: &str = concat!(
     "WITH done AS (",
     fenced!("jobs", ", state = 'Completed'", "id, problem_version_id"),
     ") INSERT INTO results (evaluation_job_id, problem_version_id, \
      score, max_score, verdict, extra, props, runner_version, created_ms) \
-     SELECT id, problem_version_id, $5, $6, $7, $8, $9, $10, $4 FROM done \
+     SELECT id, problem_version_id, $6, $7, $8, $9, $10, $11, $4 FROM done \
      RETURNING evaluation_job_id"
 );
 /// A resend is recognised by the token the job was completed under: only a result
 /// call moves a job to Completed, and a Completed job never gets a new token.
 const COMPLETED_BY: &str = "SELECT id FROM jobs \
-     WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Completed'";
+     WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Completed' \
+     AND ($4 IS NULL OR attempt = $4)";
 
 const UPSERT_FILE: &str = "INSERT INTO job_files (job_id, name, size, updated_ms) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (job_id, name) \
@@ -250,7 +251,7 @@ impl Db {
             return Ok(ResultOutcome::Stored);
         }
         let resent: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(COMPLETED_BY)
-            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id)
+            .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(fence.attempt)
             .fetch_optional(pool).await)?;
         match resent {
             Some(_) if !self.runner_revoked(fence.runner_id).await? => {
@@ -275,6 +276,7 @@ impl Db {
             let mut tx = pool.begin_write().await?;
             let touched: Option<i64> = sqlx::query_scalar(TOUCH_JOB)
                 .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+                .bind(fence.attempt)
                 .fetch_optional(&mut *tx).await?;
             if touched.is_some() {
                 place().map_err(|source| DbError::FilePlacement { source })?;
@@ -340,14 +342,21 @@ impl Db {
                 )
             }
         };
-        outcome.map_err(|err| match err {
-            DbError::Sql(e) if is_unique_violation(&e) => DbError::AttemptConflict {
-                submission_id,
-                expected: expected_attempt.unwrap_or(0),
-                latest: -1,
-            },
+        match outcome {
+            // Another rejudge took the same attempt number first: the conflict
+            // names the attempt that is now the latest, read after it committed.
+            Err(DbError::Sql(e)) if is_unique_violation(&e) => {
+                let latest: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(LATEST_ATTEMPT)
+                    .bind(submission_id)
+                    .fetch_one(pool).await)?;
+                Err(DbError::AttemptConflict {
+                    submission_id,
+                    expected: expected_attempt.unwrap_or(0),
+                    latest: latest.unwrap_or(0),
+                })
+            }
             other => other,
-        })
+        }
     }
 }
 
@@ -363,6 +372,7 @@ async fn complete_job_sqlite(
         .bind(fence.lease_token)
         .bind(fence.runner_id)
         .bind(now)
+        .bind(fence.attempt)
         .fetch_optional(&mut *tx)
         .await?;
     let Some(version_id) = version else {
@@ -395,6 +405,7 @@ async fn complete_job_pg(
         .bind(fence.lease_token)
         .bind(fence.runner_id)
         .bind(now)
+        .bind(fence.attempt)
         .bind(result.score)
         .bind(result.max_score)
         .bind(result.verdict)

@@ -2,8 +2,9 @@
 //! reaper's expiry sweep and the requeue of a revoked Runner's work.
 //!
 //! Every lease-bearing statement is built by [`fenced!`]: ONE conditional `UPDATE`
-//! on `id + lease_token + runner_id + state = 'Running'` and an unexpired lease
-//! (`lease_expires_ms > now`) that also sets `acknowledged_at` (first call only) and
+//! on `id + lease_token + runner_id + state = 'Running'`, an unexpired lease
+//! (`lease_expires_ms > now`) and, when the call names one, the job's `attempt`
+//! (no read before the update: the attempt is one more condition of it), that also sets `acknowledged_at` (first call only) and
 //! bumps `row_version`. A `None` from it is turned into `409 lease.lost` by
 //! [`Db::fenced`], nowhere else. The expiry is part of the fence so that a lease
 //! past its `lease_expires_at` is dead at once, whether or not a reaper has swept it
@@ -19,9 +20,9 @@ use crate::protocol::JobState;
 use crate::server::clock::Millis;
 
 /// The fenced statement on `$table`: `$1` id, `$2` lease token, `$3` runner, `$4`
-/// now; further arguments from `$5`.
+/// now, `$5` the attempt the call names (NULL: none); further arguments from `$6`.
 macro_rules! fenced {
-    ($table:literal, $set:literal, $returning:literal) => {
+    ($table:tt, $set:literal, $returning:literal) => {
         concat!(
             "UPDATE ",
             $table,
@@ -29,12 +30,25 @@ macro_rules! fenced {
             $set,
             " WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running'",
             " AND lease_expires_ms > $4",
+            $crate::server::db::lease::attempt_fence!($table),
             " RETURNING ",
             $returning
         )
     };
 }
 pub(crate) use fenced;
+
+/// The attempt in the fence: a job's call that names an attempt holds only for
+/// that attempt. Trials have none: their calls bind NULL.
+macro_rules! attempt_fence {
+    ("jobs") => {
+        " AND ($5 IS NULL OR attempt = $5)"
+    };
+    ("trials") => {
+        " AND $5 IS NULL"
+    };
+}
+pub(crate) use attempt_fence;
 
 /// The same statement for both tables, indexed by [`Work`].
 macro_rules! both_tables {
@@ -60,30 +74,33 @@ pub struct Fence<'a> {
     pub id: i64,
     pub lease_token: &'a str,
     pub runner_id: i64,
+    /// The attempt the call names (`attempt` of its body), part of the fence:
+    /// another attempt's job is `lease.lost`. Always `None` for a trial.
+    pub attempt: Option<i64>,
 }
 
 const RENEW: [&str; 2] = both_tables!(
-    ", lease_expires_ms = $4 + COALESCE($5, lease_seconds) * 1000",
+    ", lease_expires_ms = $4 + COALESCE($6, lease_seconds) * 1000",
     "lease_expires_ms"
 );
 const PROGRESS: [&str; 2] = both_tables!(
-    ", lease_expires_ms = $4 + lease_seconds * 1000, progress_done = $5, progress_total = $6",
+    ", lease_expires_ms = $4 + lease_seconds * 1000, progress_done = $6, progress_total = $7",
     "lease_expires_ms"
 );
 const TOUCH: [&str; 2] = both_tables!("", "id");
 const RELEASE: [&str; 2] = both_tables!(
-    ", state = CASE WHEN deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END) >= $5 \
+    ", state = CASE WHEN deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END) >= $6 \
         THEN 'Failed' ELSE 'Queued' END, \
-     failure_reason = CASE WHEN deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END) >= $5 \
+     failure_reason = CASE WHEN deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END) >= $6 \
         THEN 'deliveries.exhausted' ELSE NULL END, \
      deliveries = deliveries - (CASE WHEN releases < 3 THEN 1 ELSE 0 END), \
      releases = releases + (CASE WHEN releases < 3 THEN 1 ELSE 0 END)",
     "state"
 );
 const FAILURE: [&str; 2] = both_tables!(
-    ", state = CASE WHEN $6 = 1 AND deliveries < $5 THEN 'Queued' ELSE 'Failed' END, \
-     failure_reason = CASE WHEN $6 = 1 AND deliveries < $5 THEN NULL \
-        WHEN $6 = 1 THEN 'deliveries.exhausted' ELSE $7 END",
+    ", state = CASE WHEN $7 = 1 AND deliveries < $6 THEN 'Queued' ELSE 'Failed' END, \
+     failure_reason = CASE WHEN $7 = 1 AND deliveries < $6 THEN NULL \
+        WHEN $7 = 1 THEN 'deliveries.exhausted' ELSE $8 END",
     "state"
 );
 
@@ -197,28 +214,6 @@ pub enum Sweep {
 }
 
 impl Db {
-    /// A call that names an attempt holds only for the job's own attempt. A job id
-    /// pins its attempt for good, so this read needs no lock and is equivalent to
-    /// one more condition on the fenced update; a mismatch is `lease.lost` (counted)
-    /// through [`Db::fenced`]. Trials have no attempts: nothing to check.
-    pub async fn check_attempt(
-        &self,
-        fence: Fence<'_>,
-        attempt: Option<i64>,
-    ) -> Result<(), DbError> {
-        let (Some(attempt), Work::Job) = (attempt, fence.work) else {
-            return Ok(());
-        };
-        const SQL: &str = "SELECT attempt FROM jobs WHERE id = $1";
-        let found: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(SQL)
-            .bind(fence.id)
-            .fetch_optional(pool).await)?;
-        if found == Some(attempt) {
-            return Ok(());
-        }
-        self.fenced(fence, None::<()>).await
-    }
-
     /// Renews by `seconds`, else by the lease's own `lease_seconds`.
     pub async fn renew_lease(
         &self,
@@ -229,6 +224,7 @@ impl Db {
         let sql = pick(&RENEW, fence.work);
         let row: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(sql)
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(fence.attempt)
             .bind(seconds)
             .fetch_optional(pool).await)?;
         self.fenced(fence, row).await
@@ -245,6 +241,7 @@ impl Db {
         let sql = pick(&PROGRESS, fence.work);
         let row: Option<i64> = on_pool!(self, pool => sqlx::query_scalar(sql)
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(fence.attempt)
             .bind(done).bind(total)
             .fetch_optional(pool).await)?;
         self.fenced(fence, row).await
@@ -256,6 +253,7 @@ impl Db {
         let sql = pick(&RELEASE, fence.work);
         let row: Option<String> = on_pool!(self, pool => sqlx::query_scalar(sql)
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(fence.attempt)
             .bind(self.delivery_cap())
             .fetch_optional(pool).await)?;
         let state = parse_state(&self.fenced(fence, row).await?)?;
@@ -279,6 +277,7 @@ impl Db {
         let sql = pick(&FAILURE, fence.work);
         let row: Option<String> = on_pool!(self, pool => sqlx::query_scalar(sql)
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
+            .bind(fence.attempt)
             .bind(self.delivery_cap()).bind(i64::from(retryable)).bind(failure_reason)
             .fetch_optional(pool).await)?;
         let state = parse_state(&self.fenced(fence, row).await?)?;
@@ -376,11 +375,28 @@ mod tests {
             assert!(
                 sql.contains(
                     "WHERE id = $1 AND lease_token = $2 AND runner_id = $3 AND state = 'Running' \
-                     AND lease_expires_ms > $4"
+                     AND lease_expires_ms > $4 AND"
                 ),
                 "{sql}"
             );
             assert!(sql.contains("row_version = row_version + 1"), "{sql}");
+        }
+        // The attempt is in the one conditional update, not a read before it.
+        for [jobs, trials] in [RENEW, PROGRESS, TOUCH, RELEASE, FAILURE] {
+            assert!(
+                jobs.contains("AND ($5 IS NULL OR attempt = $5) RETURNING"),
+                "{jobs}"
+            );
+            assert!(trials.contains("AND $5 IS NULL RETURNING"), "{trials}");
+        }
+        for sql in [
+            super::super::jobs::COMPLETE,
+            super::super::jobs::COMPLETE_WITH_RESULT_PG,
+        ] {
+            assert!(
+                sql.contains("AND ($5 IS NULL OR attempt = $5) RETURNING"),
+                "{sql}"
+            );
         }
     }
 }

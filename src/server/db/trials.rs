@@ -80,7 +80,7 @@ const CLAIM: ClaimSql = ClaimSql {
 
 const COMPLETE: &str = fenced!(
     "trials",
-    ", state = 'Completed', timings = $5",
+    ", state = 'Completed', timings = $6",
     "package_file"
 );
 const COMPLETED_BY: &str = "SELECT id FROM trials \
@@ -117,7 +117,7 @@ impl Db {
     ) -> Result<(ResultOutcome, Option<String>), DbError> {
         let file: Option<String> = on_pool!(self, pool => sqlx::query_scalar(COMPLETE)
             .bind(fence.id).bind(fence.lease_token).bind(fence.runner_id).bind(now)
-            .bind(timings_json)
+            .bind(fence.attempt).bind(timings_json)
             .fetch_optional(pool).await)?;
         if let Some(file) = file {
             return Ok((ResultOutcome::Stored, Some(file)));

@@ -77,8 +77,8 @@ pub async fn job_result(
         id: job_id,
         lease_token: &body.lease_token,
         runner_id: runner.runner_id,
+        attempt: body.attempt,
     };
-    state.db.check_attempt(fence, body.attempt).await?;
     let outcome = state
         .db
         .complete_job(fence, state.now_ms(), &result)
@@ -108,6 +108,7 @@ pub async fn trial_result(
         id: trial_id,
         lease_token: &body.lease_token,
         runner_id: runner.runner_id,
+        attempt: None,
     };
     let (_, file) = state
         .db

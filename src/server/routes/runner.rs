@@ -263,12 +263,20 @@ pub async fn package(
         .into_response())
 }
 
-fn fence<'a>(work: Work, id: i64, token: &'a str, runner: RunnerAuth) -> Fence<'a> {
+/// The lease a call presents; `attempt` counts for jobs only (trials have none).
+fn fence<'a>(
+    work: Work,
+    id: i64,
+    token: &'a str,
+    attempt: Option<i64>,
+    runner: RunnerAuth,
+) -> Fence<'a> {
     Fence {
         work,
         id,
         lease_token: token,
         runner_id: runner.runner_id,
+        attempt: attempt.filter(|_| work == Work::Job),
     }
 }
 
@@ -291,8 +299,7 @@ pub async fn renew(
         )));
     }
     let seconds = body.seconds.map(|s| to_i64(s, "seconds")).transpose()?;
-    let fence = fence(work, id, &body.lease_token, runner);
-    state.db.check_attempt(fence, body.attempt).await?;
+    let fence = fence(work, id, &body.lease_token, body.attempt, runner);
     let expires = state.db.renew_lease(fence, state.now_ms(), seconds).await?;
     Ok(Json(LeaseRenewed {
         lease_expires_at: to_datetime(expires),
@@ -307,8 +314,7 @@ pub async fn progress(
     body: ProgressBody,
 ) -> Result<Json<LeaseRenewed>, ApiError> {
     let (done, total) = (to_i64(body.done, "done")?, to_i64(body.total, "total")?);
-    let fence = fence(work, id, &body.lease_token, runner);
-    state.db.check_attempt(fence, body.attempt).await?;
+    let fence = fence(work, id, &body.lease_token, body.attempt, runner);
     let expires = state
         .db
         .record_progress(fence, state.now_ms(), done, total)
@@ -325,8 +331,7 @@ pub async fn release(
     id: i64,
     body: ReleaseBody,
 ) -> Result<Json<StateAnswer>, ApiError> {
-    let fence = fence(work, id, &body.lease_token, runner);
-    state.db.check_attempt(fence, body.attempt).await?;
+    let fence = fence(work, id, &body.lease_token, body.attempt, runner);
     let new_state = state.db.release(fence, state.now_ms()).await?;
     after_lease_end(state, work, id, new_state).await?;
     Ok(Json(StateAnswer { state: new_state }))
@@ -345,8 +350,7 @@ pub async fn failure(
             "reason must be 1 to {MAX_REASON_LEN} bytes"
         )));
     }
-    let fence = fence(work, id, &body.lease_token, runner);
-    state.db.check_attempt(fence, body.attempt).await?;
+    let fence = fence(work, id, &body.lease_token, body.attempt, runner);
     let new_state = state
         .db
         .record_failure(fence, state.now_ms(), reason, body.retryable)
@@ -415,7 +419,7 @@ pub async fn put_file(
     state
         .db
         .attach_job_file(
-            fence(Work::Job, job_id, &token, runner),
+            fence(Work::Job, job_id, &token, None, runner),
             state.now_ms(),
             &name,
             to_i64(size, "size")?,
