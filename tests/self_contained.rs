@@ -1,6 +1,7 @@
 //! `cargo test` runs on a clone of this repository alone: no test, bench or
 //! fixture reaches outside it (the workplace's shared directory is not on a
-//! user's machine), and the two forms of the symlinked fixture agree.
+//! user's machine), the two forms of the symlinked fixture agree, and README
+//! keeps its two set-up commands.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -121,5 +122,27 @@ fn the_stub_fixture_is_the_symlink_fixture_checked_out_without_symlinks() {
                 rel.display()
             );
         }
+    }
+}
+
+/// README's set-up is exactly two commands (the demo and the tests), and it
+/// says how to pack a package for upload; docs/server.md names every `serve`
+/// flag a newcomer looks for.
+#[test]
+fn readme_sets_up_with_two_commands_and_the_docs_name_the_flags() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let setup = &readme[readme.find("## Set up").expect("a Set up section")..];
+    let block = &setup[setup.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let commands: Vec<&str> = block
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(commands, ["cargo run --release -- demo", "cargo test"]);
+    assert!(readme.contains("tar -czf p.tar.gz -C problems/p ."));
+    let server = std::fs::read_to_string(repo().join("docs/server.md")).unwrap();
+    for flag in ["--manager-token", "--languages"] {
+        assert!(server.contains(flag), "docs/server.md does not name {flag}");
     }
 }
