@@ -13,6 +13,7 @@
 //! | [`runner`] | `daemon`: claim, evaluate, renew, report |
 //! | [`verify`] | `verify`: judge a package's example submissions in parallel, compare with their folders |
 //! | [`units`] | sizes and durations as written on the command line (a leaf) |
+//! | [`cfloat`] | floats as C's `strtod` reads them: validator tokens and tolerances (a leaf) |
 //!
 //! Data flows one way, and imports follow it:
 //!
@@ -21,9 +22,11 @@
 //! - `runner → protocol ← server`; `server → package` (to refuse invalid uploads);
 //! - `server` never imports `runner`, `judge` or `sandbox`;
 //! - `sandbox` imports no other module of ours; `protocol` only `units` at most;
+//!   `units` and `cfloat` import nothing of ours;
 //! - `cli`, `commands` and `demo` sit on top of everything (the demo lists, compares
 //!   and tabulates with `verify`); nothing imports them.
 
+pub mod cfloat;
 pub mod cli;
 pub mod commands;
 pub mod demo;

@@ -109,58 +109,9 @@ impl<R: BufRead> Stream<R> {
 }
 
 /// Parses a float as `sscanf("%lf%10s")` accepts it: the whole token, decimal or
-/// C99 hexadecimal, finite.
+/// C99 hexadecimal (read as glibc reads it: `crate::cfloat`), finite.
 pub(crate) fn parse_float(token: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(token).ok()?;
-    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let first = unsigned.bytes().next()?;
-    let value =
-        if unsigned.len() > 1 && first == b'0' && matches!(unsigned.as_bytes()[1], b'x' | b'X') {
-            let v = parse_hex_float(&unsigned[2..])?;
-            if s.starts_with('-') { -v } else { v }
-        } else if first.is_ascii_digit() || first == b'.' {
-            s.parse::<f64>().ok()?
-        } else {
-            // "inf", "nan" and friends: strtod reads them, but they are rejected.
-            return None;
-        };
-    value.is_finite().then_some(value)
-}
-
-/// `HEX[.HEX][p[+-]DEC]` after the `0x` prefix.
-fn parse_hex_float(s: &str) -> Option<f64> {
-    let (mantissa, exp) = match s.find(['p', 'P']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    let mut value = 0f64;
-    for c in int_part.chars() {
-        value = value * 16.0 + f64::from(c.to_digit(16)?);
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in frac_part.chars() {
-        value += f64::from(c.to_digit(16)?) * scale;
-        scale /= 16.0;
-    }
-    let exp: i32 = match exp {
-        Some(e) => {
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            e.parse().unwrap_or(if e.starts_with('-') {
-                i32::MIN
-            } else {
-                i32::MAX
-            })
-        }
-        None => 0,
-    };
-    Some(value * 2f64.powi(exp))
+    crate::cfloat::parse_finite(std::str::from_utf8(token).ok()?)
 }
 
 fn show_byte(b: Option<u8>) -> i32 {

@@ -98,7 +98,7 @@ impl DefaultValidatorFlags {
                 "float_relative_tolerance" | "float_absolute_tolerance" | "float_tolerance" => {
                     let value = words.next();
                     let tolerance = value
-                        .and_then(|v| v.trim().parse::<f64>().ok())
+                        .and_then(|v| crate::cfloat::parse_finite(v.trim()))
                         .filter(|v| v.is_finite() && *v >= 0.0)
                         .ok_or_else(|| ValidatorFlagError::BadNumber {
                             flag: word.clone(),

@@ -140,3 +140,41 @@ fn huge_outputs_stream() {
     let spaces = io::BufReader::with_capacity(1 << 16, Repeat(gib / 16, b' '));
     assert!(validate("".as_bytes(), spaces, &flags()).unwrap().accepted);
 }
+
+/// Issue 10 point 7: hexadecimal floats at the exponent and precision edges are
+/// read as glibc reads them, and a tolerance may be written in hex.
+#[test]
+fn hex_floats_at_the_edges_compare_as_glibc_reads_them() {
+    let exact = flags()
+        .with_args(&["float_tolerance".into(), "0".into()])
+        .unwrap();
+    // An exponent <= -1024 with a mantissa that brings it back into range.
+    assert!(accepts("0x1p-1021\n", "0x10p-1025\n", &exact));
+    assert!(accepts("0x1p-1074\n", "0x0.0000000000001p-1022\n", &exact));
+    // An exponent >= 1024 on a zero mantissa is 0, not NaN.
+    assert!(accepts("0\n", "0x0p2000\n", &exact));
+    assert!(accepts("0x0p2000\n", "0\n", &exact));
+    // A mantissa longer than 53 bits is rounded once.
+    assert!(accepts(
+        "1.0000000000000002\n",
+        "0x1.000000000000081p0\n",
+        &exact
+    ));
+    assert!(!accepts("1\n", "0x1.000000000000081p0\n", &exact));
+    assert!(
+        accepts("1\n", "0x1.00000000000008p0\n", &exact),
+        "a tie rounds to even"
+    );
+    // A tolerance written in hex.
+    let half = flags()
+        .with_args(&["float_tolerance".into(), "0x1p-1".into()])
+        .unwrap();
+    assert_eq!(half.float_absolute_tolerance, Some(0.5));
+    assert!(accepts("1\n", "1.5\n", &half));
+    assert!(!accepts("1\n", "1.6\n", &half));
+    assert!(
+        flags()
+            .with_args(&["float_tolerance".into(), "inf".into()])
+            .is_err()
+    );
+}
