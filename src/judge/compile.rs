@@ -97,6 +97,8 @@ pub(crate) fn compile(
         let path = dir.join(name);
         std::fs::write(&path, &f.content).map_err(|e| JudgeError::io(&path, e))?;
     }
+    sources.extend(add_includes(&dir, problem, language)?);
+    sources.sort();
     let memlim = problem.limits.memory_mib;
     let toolchain_binds = toolchain.binds();
     let log = match &language.compile {
@@ -143,6 +145,35 @@ pub(crate) fn compile(
         processes: language.run_processes,
         log,
     }))
+}
+
+/// Copies the package's `include/default/` and `include/<language>/` files into
+/// the submission's directory (contract §2), never over a file the submission
+/// has; returns the names of those that are sources of `language`.
+fn add_includes(
+    dir: &Path,
+    problem: &Problem,
+    language: &Language,
+) -> Result<Vec<String>, JudgeError> {
+    let mut sources = Vec::new();
+    for include in problem.includes_for(&language.id) {
+        let dest = dir.join(&include.path);
+        if dest.symlink_metadata().is_ok() {
+            continue; // the submission's own file wins
+        }
+        if let Some(parent) = dest.parent() {
+            if parent.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                continue; // a submission's file where the include wants a directory
+            }
+            std::fs::create_dir_all(parent).map_err(|e| JudgeError::io(parent, e))?;
+        }
+        std::fs::copy(&include.source, &dest).map_err(|e| JudgeError::io(&include.source, e))?;
+        let name = include.path.to_string_lossy().into_owned();
+        if language.is_source(&name) {
+            sources.push(name);
+        }
+    }
+    Ok(sources)
 }
 
 /// The largest file a compiler may write (contract §3: a program with a large

@@ -78,16 +78,11 @@ fn round_like_grader(score: f64) -> f64 {
     if rounded == 0.0 { 0.0 } else { rounded }
 }
 
-/// Whether a group (named by its path under `data/`) holds sample tests, which
-/// score 0 in scoring problems (contract §2).
-pub fn is_sample(group_name: &str) -> bool {
-    group_name == "sample" || group_name.starts_with("sample/")
-}
-
 /// The score of one test: the validator's `score.txt` when it wrote one, else the
-/// group's accept/reject score; always 0 for a sample.
+/// group's accept/reject score; always 0 in a group that scores nothing (the
+/// samples of a 2023-07 package; legacy samples score like any group).
 pub fn test_score(group: &TestGroup, verdict: Verdict, custom: Option<f64>) -> f64 {
-    if is_sample(&group.name) {
+    if group.grading.zero_score {
         return 0.0;
     }
     match (verdict.is_accepted(), custom) {
@@ -112,7 +107,7 @@ fn group_max(group: &TestGroup, root: bool) -> f64 {
         .items
         .iter()
         .map(|item| match item {
-            TestItem::Case(_) if is_sample(&group.name) => 0.0,
+            TestItem::Case(_) if group.grading.zero_score => 0.0,
             TestItem::Case(_) => group.grading.accept_score,
             TestItem::Group(sub) => group_max(sub, false),
         })

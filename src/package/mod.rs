@@ -23,8 +23,8 @@ pub use hash::{is_sha256_hex, sha256_file};
 pub use load::{LoadedPackage, load};
 pub use parse::{find_problem_root, parse};
 pub use problem::{
-    CustomValidator, DefaultValidatorFlags, ExampleSubmission, FormatVersion, Grading, OnReject,
-    OutputValidator, Problem, ProblemKind, ProblemLimits, ScoreAggregation, TestCase, TestGroup,
-    TestItem, ValidatorFlagError, VerdictAggregation,
+    CustomValidator, DefaultValidatorFlags, ExampleSubmission, FormatVersion, Grading, IncludeFile,
+    OnReject, OutputValidator, Problem, ProblemKind, ProblemLimits, ScoreAggregation, TestCase,
+    TestGroup, TestItem, ValidatorFlagError, VerdictAggregation,
 };
 pub use unpack::{UnpackLimits, UnpackSummary, unpack};

@@ -189,6 +189,9 @@ pub struct Grading {
     pub output_validator_flags: Vec<String>,
     /// `grading: custom` was asked for (not supported: the parser reports it).
     pub custom: bool,
+    /// Every test of this group scores 0 whatever its verdict: the samples of a
+    /// 2023-07 package (contract §2). Legacy samples score like any group.
+    pub zero_score: bool,
 }
 
 impl Default for Grading {
@@ -204,6 +207,7 @@ impl Default for Grading {
             on_reject: OnReject::Break,
             output_validator_flags: Vec::new(),
             custom: false,
+            zero_score: false,
         }
     }
 }
@@ -286,6 +290,20 @@ pub struct ExampleSubmission {
     pub files: Vec<PathBuf>,
 }
 
+/// One file of `include/<language>/` (2023-07): added to every submission of
+/// that language before compiling (`include/default/`: of every language).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncludeFile {
+    /// The language id the directory is named after (`cpp`, `python3`, ...), or
+    /// `default`.
+    pub language: String,
+    /// Its path below `include/<language>/` (`grader.cpp`, `lib/vec.h`): where it
+    /// goes in the submission's directory.
+    pub path: PathBuf,
+    /// The file inside the package (links resolved).
+    pub source: PathBuf,
+}
+
 /// A parsed problem package.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
@@ -302,6 +320,8 @@ pub struct Problem {
     /// The root of the test data (`data/`), with `sample` and `secret` as items.
     pub data: TestGroup,
     pub submissions: Vec<ExampleSubmission>,
+    /// `include/<language>/` and `include/default/` files, by language then path.
+    pub includes: Vec<IncludeFile>,
     /// What the parser noticed but judged harmless (unknown keys, ignored files),
     /// one line each, naming the file.
     pub warnings: Vec<String>,
@@ -322,6 +342,15 @@ impl Problem {
             FormatVersion::Legacy => 5.0,
             FormatVersion::V2023_07 => 2.0,
         })
+    }
+
+    /// The include files a submission in `language` gets: `include/default/`'s,
+    /// then `include/<language>/`'s (the parser refused packages where both
+    /// name the same path).
+    pub fn includes_for(&self, language: &str) -> Vec<&IncludeFile> {
+        let defaults = self.includes.iter().filter(|f| f.language == "default");
+        let own = self.includes.iter().filter(|f| f.language == language);
+        defaults.chain(own).collect()
     }
 
     /// Every test case in judging order (samples first, then secret groups).

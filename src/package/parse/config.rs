@@ -79,6 +79,19 @@ pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, Package
         .collect();
     let format = format_version(&doc)?;
     let (kind, mut interactive) = problem_type(&doc)?;
+    let version = doc.string("problem_format_version")?;
+    if kind == ProblemKind::Scoring && version.as_deref().is_some_and(|v| v.starts_with("2025-09"))
+    {
+        // 2025-09 scores groups by `max_score`/`score_aggregation`/`require_pass`
+        // (secret: 100 points by default), not by the grader the earlier
+        // versions share: judging it as those would give wrong scores.
+        return Err(PackageError::invalid(
+            path,
+            "`type: scoring` with problem_format_version 2025-09 is not supported \
+             (its test_group.yaml scoring model: max_score, score_aggregation, require_pass); \
+             legacy and 2023-07-draft scoring are",
+        ));
+    }
     let validation = match doc.string("validation")? {
         Some(text) => {
             if format == FormatVersion::V2023_07 {
@@ -103,7 +116,7 @@ pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, Package
         interactive,
         validation,
         validator_args,
-        limits: limits(&doc, format)?,
+        limits: limits(&doc, format, &mut warnings)?,
         grading: grading(&doc)?,
         warnings,
     })
@@ -214,7 +227,41 @@ fn name(doc: &Doc<'_>) -> Result<Option<String>, PackageError> {
     }
 }
 
-fn limits(doc: &Doc<'_>, format: FormatVersion) -> Result<ProblemLimits, PackageError> {
+/// `limits` keys that are read (by this parser, or by `verify` for the time
+/// limit), and those known but not enforced (warned about).
+const LIMIT_KEYS: &[&str] = &[
+    "time_limit",
+    "memory",
+    "output",
+    "compilation_time",
+    "compilation_memory",
+    "validation_time",
+    "validation_memory",
+    "time_multiplier",
+    "time_multipliers",
+    "time_safety_margin",
+    "time_resolution",
+];
+const LIMIT_KEYS_NOT_ENFORCED: &[&str] = &["code", "validation_output", "validation_passes"];
+
+fn warn_limits(path: &Path, map: &Mapping, warnings: &mut Vec<String>) {
+    for key in keys(map) {
+        if LIMIT_KEYS_NOT_ENFORCED.contains(&key.as_str()) {
+            warnings.push(format!(
+                "{}: `limits.{key}` is not enforced by this judge",
+                path.display()
+            ));
+        } else if !LIMIT_KEYS.contains(&key.as_str()) {
+            warnings.push(format!("{}: unknown key `limits.{key}`", path.display()));
+        }
+    }
+}
+
+fn limits(
+    doc: &Doc<'_>,
+    format: FormatVersion,
+    warnings: &mut Vec<String>,
+) -> Result<ProblemLimits, PackageError> {
     let mut limits = ProblemLimits::default();
     let Some(map) = doc.mapping("limits")? else {
         return Ok(limits);
@@ -228,6 +275,7 @@ fn limits(doc: &Doc<'_>, format: FormatVersion) -> Result<ProblemLimits, Package
         Ok(sub.positive(key)?.map(|v| v.ceil() as u64))
     };
     limits.time_limit = sub.positive("time_limit")?;
+    warn_limits(doc.path, map, warnings);
     if let Some(memory) = mib("memory")? {
         limits.memory_mib = memory;
     }

@@ -30,6 +30,23 @@ const KNOWN_KEYS: &[&str] = &[
     "hint",
     "description",
     "args",
+    "max_score",
+    "score_aggregation",
+    "require_pass",
+    "static_validation_score",
+    "static_validator_args",
+    "input_visualizer_args",
+    "output_visualizer_args",
+];
+
+/// 2025-09's group scoring keys: a different scoring model from the legacy
+/// and 2023-07-draft grader's, not supported (refused in scoring problems,
+/// where they would change the score; warned about in pass-fail ones).
+const SCORING_2025_KEYS: &[&str] = &[
+    "max_score",
+    "score_aggregation",
+    "require_pass",
+    "static_validation_score",
 ];
 
 /// Warnings for keys of one group's own file that nothing reads.
@@ -67,6 +84,7 @@ pub(super) fn grading(
         path: input.path,
         map: input.effective,
     };
+    refuse_unsupported(&doc, input, warnings)?;
     let mut grading = Grading::default();
     let on_reject = match input.problem.on_reject {
         Some(value) => Some(value.to_string()),
@@ -111,6 +129,41 @@ pub(super) fn grading(
     flags.extend(doc.words("output_validator_args")?.unwrap_or_default());
     grading.output_validator_flags = flags;
     Ok(grading)
+}
+
+/// Keys that would change the judging in ways this judge does not implement.
+fn refuse_unsupported(
+    doc: &Doc<'_>,
+    input: &GradingInput<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(), PackageError> {
+    if let Some(args) = doc.words("args")?
+        && !args.is_empty()
+    {
+        return Err(PackageError::invalid(
+            input.path,
+            "`args` (command-line arguments for the submission) is not supported",
+        ));
+    }
+    for key in SCORING_2025_KEYS {
+        if doc.get(key).is_none() {
+            continue;
+        }
+        if input.kind == ProblemKind::Scoring {
+            return Err(PackageError::invalid(
+                input.path,
+                format!("`{key}` (2025-09 group scoring) is not supported"),
+            ));
+        }
+        let warning = format!(
+            "{}: `{key}` ignored in a pass-fail problem",
+            input.path.display()
+        );
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
+    Ok(())
 }
 
 fn score(

@@ -4,6 +4,7 @@
 
 mod config;
 mod grading;
+mod includes;
 mod programs;
 mod stubs;
 mod testdata;
@@ -32,13 +33,26 @@ pub fn parse(dir: &Path) -> Result<Problem, PackageError> {
     if config.limits.time_limit.is_none() {
         config.limits.time_limit = dot_timelimit(&root)?;
     }
+    let static_validator = root.join("static_validator");
+    if static_validator.exists() {
+        return Err(PackageError::invalid(
+            static_validator,
+            "static validators (2025-09) are not supported",
+        ));
+    }
     let mut warnings = std::mem::take(&mut config.warnings);
     let validator = programs::output_validator(&root, &config, &mut warnings)?;
     let default_flags = match &validator {
         OutputValidator::Default(flags) => Some(flags),
         OutputValidator::Custom(_) => None,
     };
-    let mut walker = Walker::new(&root, config.kind, &config.grading, default_flags);
+    let mut walker = Walker::new(
+        &root,
+        config.kind,
+        config.format,
+        &config.grading,
+        default_flags,
+    );
     let data = walker.data()?;
     warnings.append(&mut walker.warnings);
     if data.cases().is_empty() {
@@ -58,6 +72,7 @@ pub fn parse(dir: &Path) -> Result<Problem, PackageError> {
         });
     Ok(Problem {
         submissions: programs::example_submissions(&root)?,
+        includes: includes::includes(&root, config.format)?,
         root,
         name,
         format: config.format,

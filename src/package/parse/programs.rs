@@ -44,7 +44,7 @@ fn program_name(path: &Path) -> String {
 fn find_custom(root: &Path) -> Result<Option<PathBuf>, PackageError> {
     let singular = root.join("output_validator");
     if singular.is_dir() {
-        return Ok(Some(singular));
+        return single_program_dir(&singular).map(Some);
     }
     let plural = root.join("output_validators");
     let mut found = listing(&plural)?;
@@ -55,6 +55,37 @@ fn find_custom(root: &Path) -> Result<Option<PathBuf>, PackageError> {
             &plural,
             "more than one output validator; only one is supported",
         )),
+    }
+}
+
+/// Files that document a program rather than belong to it.
+fn is_documentation(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    name.starts_with("readme") || name.starts_with("license") || name.ends_with(".md")
+}
+
+/// The program in the 2023-07 `output_validator/`: the directory itself, or,
+/// when it holds exactly one subdirectory and no file of its own (documentation
+/// aside), that subdirectory, as problemtools' 2023-07 examples lay it out
+/// (`output_validator/guess_validator/validate.cc`): the same program.
+fn single_program_dir(dir: &Path) -> Result<PathBuf, PackageError> {
+    let entries = listing(dir)?;
+    let (dirs, files): (Vec<&PathBuf>, Vec<&PathBuf>) = entries.iter().partition(|p| p.is_dir());
+    let own_files = files.iter().filter(|f| !is_documentation(f)).count();
+    match (dirs.as_slice(), own_files) {
+        ([single], 0) => Ok((*single).clone()),
+        ([_, _, ..], 0) => Err(PackageError::invalid(
+            dir,
+            format!(
+                "holds {} subdirectories and no program of its own; \
+                 the output validator must be one program",
+                dirs.len()
+            ),
+        )),
+        _ => Ok(dir.to_path_buf()),
     }
 }
 

@@ -16,7 +16,9 @@ use super::grading::{GradingInput, grading, inherit, unknown_keys};
 use super::stubs::{self, Stub};
 use super::yaml::load_mapping;
 use crate::package::error::PackageError;
-use crate::package::problem::{DefaultValidatorFlags, ProblemKind, TestCase, TestGroup, TestItem};
+use crate::package::problem::{
+    DefaultValidatorFlags, FormatVersion, ProblemKind, TestCase, TestGroup, TestItem,
+};
 
 /// Deeper than any real package nests its groups.
 const MAX_DEPTH: usize = 32;
@@ -29,6 +31,7 @@ pub(super) struct Walker<'a> {
     /// The canonical package root; nothing a test reads may lie outside it.
     pub root: &'a Path,
     pub kind: ProblemKind,
+    pub format: FormatVersion,
     pub problem_grading: &'a ProblemGrading,
     /// The default validator's flags, to check each group's flags against; `None`
     /// with a custom validator (whose flags are its own business).
@@ -42,12 +45,14 @@ impl<'a> Walker<'a> {
     pub fn new(
         root: &'a Path,
         kind: ProblemKind,
+        format: FormatVersion,
         problem_grading: &'a ProblemGrading,
         default_flags: Option<&'a DefaultValidatorFlags>,
     ) -> Self {
         Walker {
             root,
             kind,
+            format,
             problem_grading,
             default_flags,
             warnings: Vec::new(),
@@ -81,7 +86,7 @@ impl<'a> Walker<'a> {
         let (config_path, own) = group_config(dir)?;
         self.warnings.extend(unknown_keys(&config_path, &own));
         let effective = inherit(parent, &own);
-        let grading = grading(
+        let mut grading = grading(
             &GradingInput {
                 path: &config_path,
                 effective: &effective,
@@ -91,6 +96,9 @@ impl<'a> Walker<'a> {
             },
             &mut self.warnings,
         )?;
+        // 2023-07 on: samples score 0; legacy: like any group (problemtools).
+        grading.zero_score = self.format != FormatVersion::Legacy
+            && (name == "sample" || name.starts_with("sample/"));
         if let Some(flags) = self.default_flags {
             flags
                 .with_args(&grading.output_validator_flags)
@@ -127,6 +135,12 @@ impl<'a> Walker<'a> {
             return self.case(dir, group, &text);
         }
         if text.ends_with(".files") {
+            if !sorted_entries(&path)?.is_empty() {
+                return Err(PackageError::invalid(
+                    &path,
+                    "input files for the submission (`NAME.files/`) are not supported",
+                ));
+            }
             return Ok(None);
         }
         if group.is_empty() && text != "sample" && text != "secret" {
@@ -184,10 +198,7 @@ impl<'a> Walker<'a> {
         }
         let settings = dir.join(format!("{stem}.yaml"));
         if settings.exists() {
-            self.warnings.push(format!(
-                "{}: per-test-case settings are not supported, ignored",
-                settings.display()
-            ));
+            self.case_settings(&settings)?;
         }
         Ok(Some(TestItem::Case(TestCase {
             name: join_name(group, stem),
@@ -210,7 +221,38 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// Keys of a test case's `NAME.yaml` that change how it is judged; the others
+/// (`hint`, `description`, `full_feedback`, `input_validator_args`, ...) do not.
+const CASE_JUDGING_KEYS: &[&str] = &["args", "output_validator_args", "output_validator_flags"];
+
 impl Walker<'_> {
+    /// A test case's own `NAME.yaml` (2023-07): refused when it asks for
+    /// something that changes the judging (per-case arguments), since those are
+    /// not supported; harmless keys are ignored with a warning.
+    fn case_settings(&mut self, path: &Path) -> Result<(), PackageError> {
+        let map = load_mapping(path)?.unwrap_or_default();
+        for (key, value) in &map {
+            let key = key.as_str().unwrap_or_default();
+            let empty = match value {
+                serde_yaml_ng::Value::Null => true,
+                serde_yaml_ng::Value::Sequence(seq) => seq.is_empty(),
+                serde_yaml_ng::Value::String(text) => text.trim().is_empty(),
+                _ => false,
+            };
+            if CASE_JUDGING_KEYS.contains(&key) && !empty {
+                return Err(PackageError::invalid(
+                    path,
+                    format!("`{key}` for a single test case is not supported"),
+                ));
+            }
+        }
+        self.warnings.push(format!(
+            "{}: per-test-case settings other than arguments do not change judging; ignored",
+            path.display()
+        ));
+        Ok(())
+    }
+
     /// A test file with its links resolved and then its symlink stubs followed
     /// (`stubs.rs`), each hop held to the rule of `inside`.
     fn test_file(&mut self, path: &Path) -> Result<PathBuf, PackageError> {
