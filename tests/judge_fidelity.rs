@@ -1,6 +1,6 @@
 //! Real package shapes judged as the reference tools judge them (issue 10,
 //! package half), through `judge-runner judge` as a user runs it, on the packages
-//! in `tests/fixtures/`:
+//! in `tests/fixtures/problems/`:
 //! - a 2023-07 interactive package whose validator sits in a subdirectory of
 //!   `output_validator/` (problemtools' `guess` layout);
 //! - `include/default/` and `include/<language>/` copied into submissions, never
@@ -29,7 +29,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("tests/fixtures/problems")
         .join(name)
 }
 

@@ -16,7 +16,7 @@ const EXE: &str = env!("CARGO_BIN_EXE_judge-runner");
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
+        .join("tests/fixtures/problems")
         .join(name)
 }
 
