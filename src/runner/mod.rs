@@ -15,6 +15,7 @@ pub mod client;
 mod job;
 pub mod lease;
 pub mod metrics;
+mod privileges;
 pub mod shutdown;
 mod slot;
 mod work;
@@ -119,10 +120,13 @@ pub enum RunnerError {
     },
     #[error("another daemon holds {} (its box ids are in use; choose another --first-box)", path.display())]
     WorkDirBusy { path: PathBuf },
-    #[error("slot {slot}: the sandbox does not work on this host: {source}")]
+    /// `hint`: what this process visibly lacks (`privileges::diagnose`), as
+    /// "; missing ..." or empty.
+    #[error("slot {slot}: the sandbox does not work on this host: {source}{hint}")]
     SelfTest {
         slot: usize,
         source: crate::judge::JudgeError,
+        hint: String,
     },
     #[error("cannot serve metrics on {addr}: {source}")]
     Metrics {
@@ -189,14 +193,19 @@ impl Daemon {
         let testing = judges.clone();
         tokio::task::spawn_blocking(move || {
             testing.iter().enumerate().try_for_each(|(slot, judge)| {
-                judge
-                    .self_test()
-                    .map_err(|source| RunnerError::SelfTest { slot, source })
+                judge.self_test().map_err(|source| RunnerError::SelfTest {
+                    slot,
+                    source,
+                    hint: privileges::diagnose()
+                        .map(|d| format!("; {d}"))
+                        .unwrap_or_default(),
+                })
             })
         })
         .await
         .map_err(|e| RunnerError::SelfTest {
             slot: 0,
+            hint: String::new(),
             source: crate::judge::JudgeError::Sandbox {
                 what: "running the start-up self-test".to_string(),
                 message: e.to_string(),
