@@ -3,7 +3,7 @@
 //! parent so they run in parallel.
 //!
 //! Box ids: 3100 + 10·k for test k (validators at +500 never reach the next test),
-//! k < 10 (3200 on are e2e_scale's).
+//! k < 10 (3200 on are e2e_scale's); 3400 for the late-Result test.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -189,6 +189,68 @@ async fn stopped_daemon_late_result_is_refused() {
     assert!(
         !text.contains("judge_runner_jobs_done_total{"),
         "the resumed daemon had a Result accepted: {text}"
+    );
+}
+
+/// A daemon that finished judging while its Server was away past the lease:
+/// the Result it sends once the Server is back is refused with lease.lost, and
+/// the daemon counts it in `judge_runner_leases_lost_total`, like a lease lost
+/// while judging (deploy/docker/e2e.sh's partitioned Runner found it uncounted).
+#[tokio::test(flavor = "multi_thread")]
+async fn result_refused_after_the_lease_expired_is_counted_lost() {
+    let scene = Scene::new("late-result");
+    let mut opts = ServeOpts::sqlite(scene.dir.path(), 2);
+    let mut serve = Serve::start(&opts, &scene.path("serve.log"));
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 3)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let job = submit_echo(&manager, problem, 0.5).await;
+    let daemon = scene.daemon(&serve.url, &a.key, 3400, "a.log");
+    wait_job(&manager, job, LONG, "progress", |v| {
+        v.progress.as_ref().is_some_and(|p| p.done >= 1)
+    })
+    .await;
+
+    serve.kill();
+    let killed = Instant::now();
+    // Judged with the Server away: the lease keeper has stopped, the daemon is
+    // retrying its Result.
+    let deadline = Instant::now() + LONG;
+    while !daemon
+        .metric("judge_runner_judge_seconds_total")
+        .await
+        .is_some_and(|s| s > 0.0)
+    {
+        assert!(Instant::now() < deadline, "never judged: {}", scene.logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // No renewal reached the Server after the kill: 2 s later the lease is over.
+    tokio::time::sleep_until((killed + Duration::from_secs(3)).into()).await;
+    opts.listen.clone_from(&serve.listen);
+    let _serve = Serve::start(&opts, &scene.path("serve.log"));
+
+    let deadline = Instant::now() + LONG;
+    while !daemon
+        .metric("judge_runner_leases_lost_total")
+        .await
+        .is_some_and(|n| n >= 1.0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the refused Result was not counted: {}",
+            scene.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The job went back to the queue and the same daemon judged it again.
+    let done = wait_job(&manager, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.deliveries, 2, "{}", scene.logs());
+    assert_eq!(done.result.unwrap().verdict, "Accepted");
+    assert_eq!(
+        daemon.metric("judge_runner_leases_lost_total").await,
+        Some(1.0),
+        "counted once"
     );
 }
 

@@ -288,6 +288,9 @@ async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutd
     let metrics = &slot.shared.metrics;
     let give_up = shutdown.give_up();
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
+    // A lease the keeper lost was counted there; one lost on a call made here
+    // (the Server away past the lease, then back) is counted below.
+    let counted = matches!(evaluated, Evaluated::Lost);
     let sent = match evaluated {
         Evaluated::Judged(outcome, time) => {
             metrics.judged(time);
@@ -324,6 +327,9 @@ async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutd
     match sent {
         Ok(()) => {}
         Err(ClientError::LeaseLost { .. }) => {
+            if !counted {
+                metrics.lease_lost();
+            }
             tracing::warn!(work = %work.work, "lease lost: work dropped");
         }
         Err(err) => {
