@@ -351,6 +351,30 @@ fn interactive_flood_deadlock_and_early_exit_are_the_submissions_verdicts() {
 }
 
 #[test]
+fn a_flood_that_stops_the_validator_by_its_limit_is_tle() {
+    let _serial = judge_common::serial();
+    // Keeps everything it reads: a flood runs it into its 64 MiB limit while
+    // the submission still writes (then dies of EPIPE: BrokenPipeError).
+    let dir = problem(
+        "name: hoard\nvalidation: custom interactive\nlimits: {time_limit: 0.5, validation_time: 5, validation_memory: 64}\n",
+        "7\n",
+        "7\n",
+    );
+    write(
+        dir.path(),
+        "output_validators/hoard/hoard.py",
+        "import sys\ndata = sys.stdin.buffer.read()\nsys.exit(43)\n",
+    );
+    let flood = judge_common::source(
+        "python3",
+        "flood.py",
+        "import sys\nwhile True:\n    sys.stdout.write('? 1\\n' * 100000)\n",
+    );
+    let out = judge(dir.path(), &flood).unwrap();
+    assert_eq!(out.verdict, Verdict::TimeLimitExceeded, "{:?}", out.details);
+}
+
+#[test]
 fn an_interactive_validator_failing_on_its_own_is_validator_failed() {
     let _serial = judge_common::serial();
     // Crashes before reading anything, while the submission waits for it.

@@ -43,11 +43,12 @@ pub(crate) type Decided = (Verdict, Option<f64>, String);
 ///   to a validator that has finished is not one); else the validator's verdict;
 /// - a validator that did not answer (another exit, a signal, a limit) failed
 ///   on its own, an infrastructure failure, only when it ended first and not by
-///   a limit. Otherwise the submission made it stop: the submission's own
-///   verdict when it has one; else Time Limit Exceeded when the validator ran
-///   into a limit while the submission was still running (a flood), and Wrong
-///   Answer when the submission had ended normally (it stopped talking before
-///   the validator was satisfied).
+///   a limit. Otherwise the submission made it stop. When the validator ran into
+///   a limit while the submission was still running (a flood): Time Limit
+///   Exceeded, or the submission's own memory or output limit (its crash after
+///   the validator had gone, EPIPE or SIGPIPE, is a consequence). When the
+///   submission had ended first: its own verdict, else Wrong Answer (it stopped
+///   talking before the validator was satisfied).
 pub(crate) fn decide(
     said: Result<ValidatorVerdict, JudgeError>,
     validator: &BoxReport,
@@ -97,10 +98,19 @@ pub(crate) fn decide(
         "after the submission had ended"
     };
     let message = format!("judge: the validator gave no verdict {when}: {why}");
-    let verdict = match own {
-        Some(verdict) => verdict,
-        None if validator_first => Verdict::TimeLimitExceeded,
-        None => Verdict::WrongAnswer,
+    let verdict = if validator_first {
+        // Flooded: the submission's own limit if it hit one, else TLE; how it
+        // died after the validator had gone (EPIPE, SIGPIPE) is a consequence.
+        match own {
+            Some(
+                v @ (Verdict::TimeLimitExceeded
+                | Verdict::MemoryLimitExceeded
+                | Verdict::OutputLimitExceeded),
+            ) => v,
+            _ => Verdict::TimeLimitExceeded,
+        }
+    } else {
+        own.unwrap_or(Verdict::WrongAnswer)
     };
     Ok((verdict, None, message))
 }
@@ -368,5 +378,13 @@ mod tests {
             let flooded = failed(report(status, None));
             assert_eq!(verdict(flooded, &sub, true), Verdict::TimeLimitExceeded);
         }
+        // ... or exited on EPIPE (Python's BrokenPipeError): still the flood.
+        let sub = exited(BoxStatus::NonzeroExit, Some(1), None);
+        let flooded = failed(report(BoxStatus::MemoryLimit, None));
+        assert_eq!(verdict(flooded, &sub, true), Verdict::TimeLimitExceeded);
+        // Its own memory limit while flooding stands.
+        let sub = report(BoxStatus::MemoryLimit, None);
+        let flooded = failed(report(BoxStatus::MemoryLimit, None));
+        assert_eq!(verdict(flooded, &sub, true), Verdict::MemoryLimitExceeded);
     }
 }
