@@ -159,3 +159,33 @@ fn unknown_syscall_name_is_an_error() {
     let bad = r#"{"deny":{"mismatch_action":"allow","match_action":{"errno":1},"filter":[{"syscall":"no_such_call"}]}}"#;
     assert!(sandbox::compile_seccomp_policy(bad, TargetArch::x86_64, "bad").is_err());
 }
+
+/// A `--seccomp FILE` policy that does not merge into one dispatched program (two
+/// filters list the same syscall) still refuses x32 calls: `ENOSYS`, as from a
+/// kernel without x32. On a kernel built with `CONFIG_X86_X32_ABI` the calls
+/// succeed without the guard (the deny lists compare plain numbers); the
+/// architecture-independent check is the unit test
+/// `unmergeable_policies_refuse_x32_and_foreign_arches`.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x32_refused_under_an_unmergeable_policy() {
+    let twice = r#"{
+        "a": {"mismatch_action": "allow", "match_action": {"errno": 131}, "filter": [{"syscall": "getppid"}]},
+        "b": {"mismatch_action": "allow", "match_action": {"errno": 132}, "filter": [{"syscall": "getppid"}]}
+    }"#;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), twice).unwrap();
+    let cx = Ctx::new("seccomp_x32");
+    let prog = cx.probe("x32");
+    let out = cx.path("out.txt");
+    let plan = cx
+        .plan(&prog)
+        .seccomp(SeccompPolicy::File(file.path().to_path_buf()))
+        .stdout(sandbox::Stdio::File(out.clone()));
+    let r = cx.run(&plan);
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("getpid 0\n"), "{text}");
+    assert!(text.contains("x32_getpid 38\n"), "{text}");
+    assert!(text.contains("x32_getppid 38\n"), "{text}");
+}

@@ -27,7 +27,10 @@
 //! On x86_64 the dispatch also refuses the x32 ABI (syscall numbers with bit 30
 //! set, `ENOSYS` as from a kernel without x32): x32 calls carry the x86_64 audit
 //! architecture, so a deny list that compares numbers would otherwise let
-//! `ptrace | 0x40000000` through on a kernel built with x32 enabled.
+//! `ptrace | 0x40000000` through on a kernel built with x32 enabled. A policy
+//! that does not merge gets the same refusal from [`guard`], a filter installed
+//! before seccompiler's programs: no policy, built-in or `--seccomp FILE`, lets
+//! an x32 or foreign-architecture call through.
 
 use std::collections::BTreeMap;
 
@@ -73,8 +76,44 @@ struct Parts {
     blocks: Vec<Block>,
 }
 
+/// `AUDIT_ARCH_*` of the architectures we compile for.
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
+const BPF_LD_W_ABS: u16 = 0x20;
+const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+/// `offsetof(struct seccomp_data, arch)`; `nr` is at 0.
+const ARCH_OFFSET: u32 = 4;
+
+/// The guard installed in front of a policy that does not merge: kill a call of
+/// any foreign architecture (i386 `int 0x80`, arm32 compat), refuse an x32 call
+/// on x86_64 with `ENOSYS` exactly as the dispatched program does, allow the
+/// rest (the policy's own filters decide). Stacked filters answer with the most
+/// restrictive action, so the guard's refusal holds whatever the policy says.
+pub(crate) fn guard(arch: TargetArch) -> BpfProgram {
+    let audit = match arch {
+        TargetArch::aarch64 => AUDIT_ARCH_AARCH64,
+        _ => AUDIT_ARCH_X86_64,
+    };
+    let mut out = vec![
+        stmt(BPF_LD_W_ABS, ARCH_OFFSET),
+        jump(BPF_JMP | BPF_JEQ | BPF_K, audit, 1, 0),
+        stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    ];
+    if matches!(arch, TargetArch::x86_64) {
+        out.push(stmt(BPF_LD_W_ABS, 0));
+        out.push(jump(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT, 0, 1));
+        out.push(stmt(
+            BPF_RET | BPF_K,
+            SECCOMP_RET_ERRNO | libc::ENOSYS.unsigned_abs(),
+        ));
+    }
+    out.push(stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    out
+}
+
 /// The policy `json` as one dispatched program, or `None` when it cannot be merged
-/// (the caller then installs seccompiler's programs as they are).
+/// (the caller then installs the guard and seccompiler's programs as they are).
 pub(crate) fn merged(json: &str, arch: TargetArch) -> Option<BpfProgram> {
     let parts = split(json, arch)?;
     assemble(&parts, arch)

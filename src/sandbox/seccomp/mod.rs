@@ -47,7 +47,8 @@ pub fn compile(json: &str, arch: TargetArch, origin: &str) -> Result<Filters, Sa
 }
 
 /// The filters a policy asks for, ready to install: one dispatched program when
-/// the policy merges (`dispatch.rs`), else seccompiler's programs as they are.
+/// the policy merges (`dispatch.rs`), else the x32/foreign-architecture guard
+/// followed by seccompiler's programs as they are.
 /// The built-in policy is compiled once per process; a file's, once per content.
 pub(crate) fn filters_for(policy: &SeccompPolicy) -> Result<Filters, SandboxError> {
     static DEFAULT: OnceLock<Result<Filters, String>> = OnceLock::new();
@@ -72,9 +73,16 @@ pub(crate) fn filters_for(policy: &SeccompPolicy) -> Result<Filters, SandboxErro
     }
 }
 
+/// One dispatched program (it refuses x32 and foreign architectures itself), or
+/// the guard followed by seccompiler's programs.
 fn ready(json: &str, arch: TargetArch, origin: &str) -> Result<Filters, SandboxError> {
     let stack = compile(json, arch, origin)?;
-    Ok(dispatch::merged(json, arch).map_or(stack, |one| vec![one]))
+    Ok(match dispatch::merged(json, arch) {
+        Some(one) => vec![one],
+        None => std::iter::once(dispatch::guard(arch))
+            .chain(stack)
+            .collect(),
+    })
 }
 
 /// Policies from files, by content: compiling one takes a few milliseconds (one

@@ -174,3 +174,42 @@ fn unmergeable_policies_are_left_alone() {
     }"#;
     assert!(merged(mixed, TargetArch::x86_64).is_none());
 }
+
+/// A policy that does not merge still refuses x32 (ENOSYS) and kills foreign
+/// architectures: the guard goes in front of seccompiler's programs.
+#[test]
+fn unmergeable_policies_refuse_x32_and_foreign_arches() {
+    let twice = r#"{
+        "a": {"mismatch_action": "allow", "match_action": {"errno": 1}, "filter": [{"syscall": "getpid"}]},
+        "b": {"mismatch_action": "allow", "match_action": {"errno": 2}, "filter": [{"syscall": "getpid"}]}
+    }"#;
+    assert!(merged(twice, TargetArch::x86_64).is_none());
+    let stack = crate::sandbox::seccomp::ready(twice, TargetArch::x86_64, "t").unwrap();
+    let getpid = 39;
+    for nr in [getpid, 0, 101, 272, 0x3fff_ffff, u32::MAX] {
+        let x32 = nr | X32_SYSCALL_BIT;
+        let d = data(x32, AUDIT_ARCH_X86_64, [0; 6]);
+        assert_eq!(
+            run_stack(&stack, &d),
+            SECCOMP_RET_ERRNO | 38,
+            "x32 {x32:#x}"
+        );
+        for foreign in [AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, 0x1234_5678] {
+            let d = data(nr, foreign, [0; 6]);
+            assert_eq!(
+                run_stack(&stack, &d),
+                SECCOMP_RET_KILL_PROCESS,
+                "arch {foreign:#x}"
+            );
+        }
+    }
+    // The policy's own answers are untouched (a tie: the last filter's, "b").
+    let d = data(getpid, AUDIT_ARCH_X86_64, [0; 6]);
+    assert_eq!(run_stack(&stack, &d), SECCOMP_RET_ERRNO | 2);
+    let d = data(0, AUDIT_ARCH_X86_64, [0; 6]);
+    assert_eq!(run_stack(&stack, &d), SECCOMP_RET_ALLOW);
+    // aarch64: no x32, foreign arches killed.
+    let stack = crate::sandbox::seccomp::ready(twice, TargetArch::aarch64, "t").unwrap();
+    let d = data(172, AUDIT_ARCH_ARM, [0; 6]);
+    assert_eq!(run_stack(&stack, &d), SECCOMP_RET_KILL_PROCESS);
+}
