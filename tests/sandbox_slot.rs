@@ -285,3 +285,42 @@ fn signals_start_at_their_defaults() {
         assert_eq!(text.lines().count(), 2, "{text}");
     }
 }
+
+/// Every run of a slot starts from the same root: the mount point a bind of run 1
+/// needed (and its parent) is not in run 2's root, which has no such bind.
+#[test]
+fn a_bind_target_of_one_run_is_absent_in_the_next() {
+    let cx = Ctx::new("slot_bind_target");
+    let host = cx.path("shared");
+    std::fs::create_dir_all(&host).unwrap();
+    let file = cx.path("one-file");
+    std::fs::write(&file, "x").unwrap();
+    let mut slot = slot(&cx);
+    let look = "for p in /bindtest /bindtest/inner /bindfile; do \
+                if [ -e $p ]; then echo \"$p here\"; else echo \"$p absent\"; fi; done";
+    let with = |cx: &Ctx| {
+        cx.plan("/bin/sh")
+            .args(["-c", look])
+            .bind(&host, "/bindtest/inner", false)
+            .bind(&file, "/bindfile", false)
+    };
+    let (r, out) = capture_in(&mut slot, with(&cx));
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        out, "/bindtest here\n/bindtest/inner here\n/bindfile here\n",
+        "{r:?}"
+    );
+    let (r, out) = capture_in(&mut slot, cx.plan("/bin/sh").args(["-c", look]));
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        out, "/bindtest absent\n/bindtest/inner absent\n/bindfile absent\n",
+        "a bind target of the last run persisted in the slot's root"
+    );
+    let (r, out) = capture_in(&mut slot, with(&cx));
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert_eq!(
+        out,
+        "/bindtest here\n/bindtest/inner here\n/bindfile here\n"
+    );
+    slot.close().unwrap();
+}

@@ -148,8 +148,31 @@ impl MountPlan {
     /// A slot's prepared root: everything that does not change between its runs
     /// (system dirs, /etc, /dev, the mount points), built once in a mount
     /// namespace the slot keeps.
+    ///
+    /// The mount points of the spec's extra binds are created here too: the runs'
+    /// copies of this root share its tmpfs, so a point `per_run` had to create
+    /// would persist into every later run. The slot keeps one template per set of
+    /// points (`mount_points`), so a run never adds to the root it starts from.
     pub(crate) fn template(spec: &RootSpec<'_>) -> Result<Self, SandboxError> {
-        Self::base(spec)
+        let mut plan = Self::base(spec)?;
+        let staging = staging_dir();
+        for (inside, file) in mount_points(spec.binds)? {
+            plan.mkdir_parents(&staging, &inside)?;
+            let path = cstr(&staging.join(inside.strip_prefix("/").unwrap_or(&inside)))?;
+            let name = format!("create {}", inside.display());
+            if file {
+                plan.push(
+                    name,
+                    Op::File {
+                        path,
+                        contents: Vec::new(),
+                    },
+                );
+            } else {
+                plan.push(name, Op::Mkdir { path });
+            }
+        }
+        Ok(plan)
     }
 
     /// Supervisor side, slot path: the per-run mounts on top of the slot's
@@ -587,6 +610,15 @@ fn run_op(op: &Op) -> sys::CResult {
             None,
         ),
     }
+}
+
+/// The mount points extra binds need in a slot's prepared root: each inside path
+/// and whether it is a file (the bind's source is not a directory).
+pub(crate) fn mount_points(binds: &[Bind]) -> Result<Vec<(PathBuf, bool)>, SandboxError> {
+    binds
+        .iter()
+        .map(|b| Ok((b.inside.clone(), !checked_bind(b)?.is_dir())))
+        .collect()
 }
 
 /// An extra bind's canonical host source, after checking its inside path.

@@ -10,14 +10,14 @@
 //! id of a slot that lives meanwhile, as it always could.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::cgroup::SlotCgroup;
 use super::child::{self, Net, Root};
 use super::error::SandboxError;
 use super::launcher::Launcher;
-use super::mount::{MountPlan, RootSpec};
+use super::mount::{MountPlan, RootSpec, mount_points};
 use super::plan::Plan;
 use super::report::Report;
 use super::spawn::{self, Launch};
@@ -36,11 +36,18 @@ pub struct Slot {
     cgroup: Option<SlotCgroup>,
     launcher: Option<Launcher>,
     netns: Option<OwnedFd>,
-    /// The prepared root (a kept mount namespace) and the `--network` setting it
-    /// was built for (its /etc differs).
-    root: Option<(bool, OwnedFd)>,
+    /// The prepared root (a kept mount namespace) and what it was built for.
+    root: Option<(RootKey, OwnedFd)>,
     /// CPU time init and the launcher spent in the cgroup in the last run.
     ours: Duration,
+}
+
+/// What a prepared root depends on: the `--network` setting (its /etc differs)
+/// and the mount points of the extra binds (created in it, never by a run).
+#[derive(Debug, PartialEq, Eq)]
+struct RootKey {
+    network: bool,
+    points: Vec<(PathBuf, bool)>,
 }
 
 impl Slot {
@@ -179,15 +186,16 @@ impl Slot {
             .ok_or_else(closed)
     }
 
-    /// The slot's prepared root for the plan's `--network` setting, built once.
+    /// The slot's prepared root for the plan's `--network` setting and bind
+    /// mount points, built once per such pair.
     fn root_for(&mut self, plan: &Plan) -> Result<RawFd, SandboxError> {
-        if self
-            .root
-            .as_ref()
-            .is_none_or(|(net, _)| *net != plan.network)
-        {
+        let key = RootKey {
+            network: plan.network,
+            points: mount_points(&plan.binds)?,
+        };
+        if self.root.as_ref().is_none_or(|(k, _)| *k != key) {
             self.root = None;
-            self.root = Some((plan.network, prepare_root(plan)?));
+            self.root = Some((key, prepare_root(plan)?));
         }
         self.root
             .as_ref()
@@ -233,7 +241,7 @@ fn prepare_root(plan: &Plan) -> Result<OwnedFd, SandboxError> {
         box_dir: Path::new("/"),
         uid: plan.box_uid(),
         tmp_bytes: 0,
-        binds: &[],
+        binds: &plan.binds,
         network: plan.network,
     })?;
     let (ready_r, ready_w) = sys::pipe().map_err(|e| SandboxError::sys("create a pipe", e))?;
