@@ -326,6 +326,9 @@ pub struct ServeArgs {
         default_value = "c,cpp,python3,rust,java"
     )]
     pub languages: Vec<String>,
+    /// Longest `wait_seconds` a claim may wait
+    #[arg(long, value_name = "SECS", default_value = "60")]
+    pub max_claim_wait: Seconds,
     /// The manager token (every scope)
     #[arg(
         long,

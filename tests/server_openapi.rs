@@ -285,6 +285,33 @@ async fn every_ref_resolves_and_every_token_route_names_its_scheme_and_errors() 
     db.cleanup().await;
 }
 
+/// schemathesis found `POST /api/problems` documented as `application/gzip`, a
+/// media type no client library serialises: every request body is JSON, multipart
+/// or plain bytes (`application/octet-stream`), and so is every success body but
+/// the package download and the metrics text.
+#[tokio::test]
+async fn request_bodies_use_media_types_clients_can_send() {
+    let (app, db) = app().await;
+    let doc = served_document(&app).await;
+    let sendable = [
+        "application/json",
+        "multipart/form-data",
+        "application/octet-stream",
+    ];
+    for (method, path) in operations(&doc) {
+        let op = &doc["paths"][&path][&method];
+        if let Some(content) = op["requestBody"]["content"].as_object() {
+            for media in content.keys() {
+                assert!(
+                    sendable.contains(&media.as_str()),
+                    "{method} {path}: {media}"
+                );
+            }
+        }
+    }
+    db.cleanup().await;
+}
+
 fn properties(doc: &Value, schema: &str) -> BTreeSet<String> {
     doc["components"]["schemas"][schema]["properties"]
         .as_object()

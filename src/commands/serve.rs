@@ -22,6 +22,7 @@ pub fn config_from(args: ServeArgs) -> Config {
     config.max_upload = args.max_upload.bytes();
     config.max_connections = args.db_connections;
     config.languages = args.languages;
+    config.max_claim_wait = args.max_claim_wait.duration();
     config
 }
 

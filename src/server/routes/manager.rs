@@ -169,7 +169,7 @@ pub async fn receive_package(state: &AppState, body: Body) -> Result<Received, A
     tag = "manager",
     security(("manager_token" = [])),
     params(ProblemQuery),
-    request_body(content = Binary, content_type = "application/gzip", description = "The package `.tar.gz`"),
+    request_body(content = Binary, content_type = "application/octet-stream", description = "The package `.tar.gz` (any `Content-Type` is accepted)"),
     responses((status = 201, description = "Created", body = ProblemCreated), ProblemErrors)
 )]
 pub async fn create_problem(
