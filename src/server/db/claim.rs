@@ -6,21 +6,25 @@
 //! are outside the index (`blocked = 1`, cleared by a trigger in the statement that
 //! ends the sibling: see migration 0002).
 //!
-//! SQLite: the probe runs on a reader connection first; only when it finds a row
-//! does the claim take the writer (`BEGIN IMMEDIATE`) and re-pick under the lock, so
-//! an empty claim never holds, nor waits for, the write lock.
+//! SQLite: one probe (jobs, trials, the runner's key) runs on a reader connection
+//! first; only when it finds a row does the claim take the writer (`BEGIN
+//! IMMEDIATE`) and pick again under the lock, so an empty claim never holds, nor
+//! waits for, the write lock.
 //!
 //! PostgreSQL: one statement. The oldest head among the offered languages picks the
 //! language, then `FOR UPDATE SKIP LOCKED` walks that language's index from its
 //! head, passing over rows other claimers are taking (the same walk the contract
 //! asks for, within one language). When every row of that language was being
 //! taken, the probe is asked whether anything is left and the claim tries again.
+//! An empty job claim is followed by the same probe, which also says whether a
+//! trial is there and whether the runner's key still holds.
 
 use sqlx::FromRow;
-use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
+use sqlx::postgres::{PgPool, PgRow};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 
-use super::jobs::NewLease;
+use super::jobs::{CLAIM as JOB_CLAIM, ClaimedJob, NewLease};
+use super::trials::{CLAIM as TRIAL_CLAIM, ClaimedTrial};
 use super::{BeginWrite as _, Db, DbError, Pool, Work};
 
 /// The id of the oldest claimable row of `$table` in the languages `$langs`
@@ -77,94 +81,174 @@ macro_rules! pg_pick {
 }
 pub(crate) use pg_pick;
 
-/// The claim statements of one table: `$1` runner, `$2` lease token, `$3` lease
+/// The claim statement of one table: `$1` runner, `$2` lease token, `$3` lease
 /// seconds, `$4` expiry, `$5` the languages (a JSON array on SQLite, an array on
-/// PostgreSQL) for the claims; `$1` the languages for the probes, which answer the
-/// id of the oldest claimable row or NULL.
+/// PostgreSQL). Picks the oldest claimable row and leases it, all in one.
 pub(crate) struct ClaimSql {
     pub sqlite: &'static str,
-    pub sqlite_probe: &'static str,
     pub postgres: &'static str,
-    pub postgres_probe: &'static str,
 }
+
+/// What is there to claim, in one read: the oldest claimable job and trial (or
+/// NULL) for the languages `$1`, and whether runner `$2` is still active.
+const PROBE_SQLITE: &str = concat!(
+    "SELECT (",
+    sqlite_pick!("jobs", " AND h.blocked = 0", "$1"),
+    "), (",
+    sqlite_pick!("trials", "", "$1"),
+    "), EXISTS (SELECT 1 FROM runners WHERE id = $2 AND revoked_ms IS NULL)"
+);
+const PROBE_PG: &str = concat!(
+    "SELECT (SELECT MIN(head.id) FROM ",
+    pg_heads!("jobs", " AND h.blocked = 0", "$1"),
+    "), (SELECT MIN(head.id) FROM ",
+    pg_heads!("trials", "", "$1"),
+    "), EXISTS (SELECT 1 FROM runners WHERE id = $2 AND revoked_ms IS NULL)"
+);
 
 /// How often a PostgreSQL claim tries again when every row of the language it
 /// picked was being taken by others while the probe still sees work.
 const PG_TRIES: usize = 4;
 
+/// What a claim hands out: a job, else a trial.
+#[derive(Debug, Clone)]
+pub enum Claimed {
+    Job(ClaimedJob),
+    Trial(ClaimedTrial),
+}
+
+/// `(oldest job, oldest trial, runner active)`.
+type Probe = (Option<i64>, Option<i64>, bool);
+
 impl Db {
-    /// Runs one claim for `work`: the leased row, or `None` (then a revoked
-    /// Runner is told so instead of being left to poll for ever).
-    pub(super) async fn claim<T>(
+    /// Claims the oldest claimable job for this Runner, else the oldest trial, else
+    /// `None`; a revoked Runner is told so instead of being left to poll for ever.
+    /// An empty claim costs one read on SQLite (no write lock), and on PostgreSQL
+    /// the job statement plus one read.
+    pub async fn claim_work(
         &self,
-        work: Work,
-        sql: &ClaimSql,
         languages: &[String],
         lease: NewLease<'_>,
-    ) -> Result<Option<T>, DbError>
-    where
-        T: Send + Unpin + for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow>,
-    {
-        let claimed: Option<T> = match self.pool() {
-            Pool::Sqlite(writer) => {
-                let languages_json =
-                    serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
-                        detail: format!("languages do not serialise: {e}"),
-                    })?;
-                let candidate: Option<i64> = sqlx::query_scalar(sql.sqlite_probe)
-                    .bind(&languages_json)
-                    .fetch_one(self.sqlite_reader.as_ref().unwrap_or(writer))
-                    .await?;
-                if candidate.is_none() {
-                    None
-                } else {
-                    // BEGIN IMMEDIATE: the write lock from the start, so two
-                    // claims never both read the same Queued row.
-                    let mut tx = writer.begin_write().await?;
-                    let claimed = sqlx::query_as(sql.sqlite)
-                        .bind(lease.runner_id)
-                        .bind(lease.lease_token)
-                        .bind(lease.lease_seconds)
-                        .bind(lease.expires_ms)
-                        .bind(&languages_json)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                    tx.commit().await?;
-                    claimed
-                }
-            }
-            Pool::Postgres(pool) => {
-                let mut claimed = None;
-                for _ in 0..PG_TRIES {
-                    claimed = sqlx::query_as(sql.postgres)
-                        .bind(lease.runner_id)
-                        .bind(lease.lease_token)
-                        .bind(lease.lease_seconds)
-                        .bind(lease.expires_ms)
-                        .bind(languages)
-                        .fetch_optional(pool)
-                        .await?;
-                    if claimed.is_some() {
-                        break;
-                    }
-                    let left: Option<i64> = sqlx::query_scalar(sql.postgres_probe)
-                        .bind(languages)
-                        .fetch_one(pool)
-                        .await?;
-                    if left.is_none() || self.runner_revoked(lease.runner_id).await? {
-                        break;
-                    }
-                }
-                claimed
-            }
+    ) -> Result<Option<Claimed>, DbError> {
+        let claimed = match self.pool() {
+            Pool::Sqlite(writer) => self.claim_sqlite(writer, languages, lease).await?,
+            Pool::Postgres(pool) => self.claim_pg(pool, languages, lease).await?,
         };
-        if claimed.is_some() {
-            self.counters(work).claims.inc();
-        } else if self.runner_revoked(lease.runner_id).await? {
+        match &claimed {
+            Some(Claimed::Job(_)) => self.counters(Work::Job).claims.inc(),
+            Some(Claimed::Trial(_)) => self.counters(Work::Trial).claims.inc(),
+            None => {}
+        }
+        Ok(claimed)
+    }
+
+    async fn claim_sqlite(
+        &self,
+        writer: &SqlitePool,
+        languages: &[String],
+        lease: NewLease<'_>,
+    ) -> Result<Option<Claimed>, DbError> {
+        let languages = serde_json::to_string(languages).map_err(|e| DbError::Corrupt {
+            detail: format!("languages do not serialise: {e}"),
+        })?;
+        let (job, trial, active): Probe = sqlx::query_as(PROBE_SQLITE)
+            .bind(&languages)
+            .bind(lease.runner_id)
+            .fetch_one(self.sqlite_reader.as_ref().unwrap_or(writer))
+            .await?;
+        if !active {
             return Err(DbError::RunnerRevoked {
                 runner_id: lease.runner_id,
             });
         }
-        Ok(claimed)
+        if job.is_some()
+            && let Some(job) = claim_sqlite_one(writer, &JOB_CLAIM, &languages, lease).await?
+        {
+            return Ok(Some(Claimed::Job(job)));
+        }
+        if trial.is_some()
+            && let Some(trial) = claim_sqlite_one(writer, &TRIAL_CLAIM, &languages, lease).await?
+        {
+            return Ok(Some(Claimed::Trial(trial)));
+        }
+        Ok(None)
     }
+
+    async fn claim_pg(
+        &self,
+        pool: &PgPool,
+        languages: &[String],
+        lease: NewLease<'_>,
+    ) -> Result<Option<Claimed>, DbError> {
+        if let Some(job) = claim_pg_one(pool, &JOB_CLAIM, languages, lease).await? {
+            return Ok(Some(Claimed::Job(job)));
+        }
+        for _ in 0..PG_TRIES {
+            let (job, trial, active): Probe = sqlx::query_as(PROBE_PG)
+                .bind(languages)
+                .bind(lease.runner_id)
+                .fetch_one(pool)
+                .await?;
+            if !active {
+                return Err(DbError::RunnerRevoked {
+                    runner_id: lease.runner_id,
+                });
+            }
+            if job.is_some() {
+                if let Some(job) = claim_pg_one(pool, &JOB_CLAIM, languages, lease).await? {
+                    return Ok(Some(Claimed::Job(job)));
+                }
+            } else if trial.is_some() {
+                if let Some(trial) = claim_pg_one(pool, &TRIAL_CLAIM, languages, lease).await? {
+                    return Ok(Some(Claimed::Trial(trial)));
+                }
+            } else {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// One claim statement inside `BEGIN IMMEDIATE` on the writer: the write lock
+/// from the start, so two claims never both read the same Queued row.
+async fn claim_sqlite_one<T>(
+    writer: &SqlitePool,
+    sql: &ClaimSql,
+    languages_json: &str,
+    lease: NewLease<'_>,
+) -> Result<Option<T>, DbError>
+where
+    T: Send + Unpin + for<'r> FromRow<'r, SqliteRow>,
+{
+    let mut tx = writer.begin_write().await?;
+    let claimed = sqlx::query_as(sql.sqlite)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages_json)
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+async fn claim_pg_one<T>(
+    pool: &PgPool,
+    sql: &ClaimSql,
+    languages: &[String],
+    lease: NewLease<'_>,
+) -> Result<Option<T>, DbError>
+where
+    T: Send + Unpin + for<'r> FromRow<'r, PgRow>,
+{
+    Ok(sqlx::query_as(sql.postgres)
+        .bind(lease.runner_id)
+        .bind(lease.lease_token)
+        .bind(lease.lease_seconds)
+        .bind(lease.expires_ms)
+        .bind(languages)
+        .fetch_optional(pool)
+        .await?)
 }

@@ -6,10 +6,10 @@ use sqlx::FromRow;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
-use super::claim::{ClaimSql, pg_heads, pg_pick, sqlite_pick};
+use super::claim::{ClaimSql, pg_pick, sqlite_pick};
 use super::lease::{Fence, TOUCH_JOB, fenced};
 use super::records::{INSERT_JOB, LATEST_VERSION};
-use super::{BeginWrite as _, Db, DbError, Pool, Work, is_unique_violation, on_pool, parse_state};
+use super::{BeginWrite as _, Db, DbError, Pool, is_unique_violation, on_pool, parse_state};
 use crate::server::clock::Millis;
 
 /// What a claim hands out, besides the lease token and duration the caller chose.
@@ -84,7 +84,7 @@ macro_rules! claim_update {
 /// that sibling ends (see `waits_for` in the schema and migration 0002), and the
 /// `jobs_claimable` index holds only `blocked = 0` rows. Oldest first: the
 /// smallest id among the heads of the offered languages ([`super::claim`]).
-const CLAIM: ClaimSql = ClaimSql {
+pub(crate) const CLAIM: ClaimSql = ClaimSql {
     // SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write
     // lock), so nothing changes under the filters.
     sqlite: concat!(
@@ -94,7 +94,6 @@ const CLAIM: ClaimSql = ClaimSql {
         ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
         claim_returning!()
     ),
-    sqlite_probe: sqlite_pick!("jobs", " AND h.blocked = 0", "$1"),
     // PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers
     // are taking; filter (3) share-locks the runner row, so a revocation (which
     // updates that row) waits for this claim to commit and then requeues what it
@@ -107,10 +106,6 @@ const CLAIM: ClaimSql = ClaimSql {
         pg_pick!("jobs", " AND j.blocked = 0", " AND h.blocked = 0", "$5"),
         ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
         claim_returning!()
-    ),
-    postgres_probe: concat!(
-        "SELECT MIN(head.id) FROM ",
-        pg_heads!("jobs", " AND h.blocked = 0", "$1")
     ),
 };
 
@@ -225,15 +220,6 @@ macro_rules! rejudge_in {
 }
 
 impl Db {
-    /// Claims the oldest claimable job for this Runner, or `None`.
-    pub async fn claim_job(
-        &self,
-        languages: &[String],
-        lease: NewLease<'_>,
-    ) -> Result<Option<ClaimedJob>, DbError> {
-        self.claim(Work::Job, &CLAIM, languages, lease).await
-    }
-
     /// Completed + the Result row, both conditioned on the lease: one statement on
     /// PostgreSQL, one write transaction on SQLite. A call that touched nothing is
     /// a resend when this very token completed the job.

@@ -4,10 +4,10 @@
 
 use sqlx::FromRow;
 
-use super::claim::{ClaimSql, pg_heads, pg_pick, sqlite_pick};
-use super::jobs::{NewLease, ResultOutcome};
+use super::claim::{ClaimSql, pg_pick, sqlite_pick};
+use super::jobs::ResultOutcome;
 use super::lease::{Fence, fenced};
-use super::{Db, DbError, Work, on_pool, on_reader};
+use super::{Db, DbError, on_pool, on_reader};
 use crate::server::clock::Millis;
 
 #[derive(Debug, Clone)]
@@ -59,7 +59,7 @@ macro_rules! claim_trial_returning {
 /// The oldest Queued trial in one of the Runner's languages (`$5`), by the same
 /// lookup as the job claim ([`super::claim`]); filter (3) share-locks the runner
 /// row on PostgreSQL as the job claim does. Trials never wait for a sibling.
-const CLAIM: ClaimSql = ClaimSql {
+pub(crate) const CLAIM: ClaimSql = ClaimSql {
     sqlite: concat!(
         claim_trial_update!(),
         "WHERE id = (",
@@ -67,7 +67,6 @@ const CLAIM: ClaimSql = ClaimSql {
         ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
         claim_trial_returning!()
     ),
-    sqlite_probe: sqlite_pick!("trials", "", "$1"),
     postgres: concat!(
         claim_trial_update!(),
         "WHERE id = (",
@@ -75,7 +74,6 @@ const CLAIM: ClaimSql = ClaimSql {
         ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
         claim_trial_returning!()
     ),
-    postgres_probe: concat!("SELECT MIN(head.id) FROM ", pg_heads!("trials", "", "$1")),
 };
 
 const COMPLETE: &str = fenced!(
@@ -96,15 +94,6 @@ impl Db {
             .bind(trial.sha256).bind(trial.size).bind(trial.package_file)
             .bind(trial.time_limit).bind(now)
             .fetch_one(pool).await)?)
-    }
-
-    /// Claims the oldest Queued trial in one of `languages`, or `None`.
-    pub async fn claim_trial(
-        &self,
-        languages: &[String],
-        lease: NewLease<'_>,
-    ) -> Result<Option<ClaimedTrial>, DbError> {
-        self.claim(Work::Trial, &CLAIM, languages, lease).await
     }
 
     /// Completed with its timings, under the fence; answers the package file to

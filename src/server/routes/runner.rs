@@ -17,6 +17,7 @@ use crate::protocol::{
 use crate::server::auth::{PackageAuth, RunnerAuth, new_lease_token};
 use crate::server::clock::{after_seconds, to_datetime};
 use crate::server::db::Work;
+use crate::server::db::claim::Claimed;
 use crate::server::db::jobs::{ClaimedJob, NewLease};
 use crate::server::db::lease::Fence;
 use crate::server::db::trials::ClaimedTrial;
@@ -145,23 +146,16 @@ async fn try_claim(
         now,
         expires_ms: after_seconds(now, lease_seconds),
     };
-    if let Some(job) = state.db.claim_job(languages, lease).await? {
-        return Ok(Some(Claim::Job(job_claim(
-            job,
-            &token,
-            lease_seconds,
-            base,
-        )?)));
-    }
-    if let Some(trial) = state.db.claim_trial(languages, lease).await? {
-        return Ok(Some(Claim::Trial(trial_claim(
+    Ok(match state.db.claim_work(languages, lease).await? {
+        Some(Claimed::Job(job)) => Some(Claim::Job(job_claim(job, &token, lease_seconds, base)?)),
+        Some(Claimed::Trial(trial)) => Some(Claim::Trial(trial_claim(
             trial,
             &token,
             lease_seconds,
             base,
-        )?)));
-    }
-    Ok(None)
+        )?)),
+        None => None,
+    })
 }
 
 fn job_claim(
