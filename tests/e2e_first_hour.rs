@@ -1,7 +1,8 @@
 //! What a new operator meets in the first hour, on real `serve`, `daemon` and
 //! `package fetch` processes: a daemon whose key the Server refuses exits 1 at
 //! start-up; `serve --languages` refuses other languages with 422
-//! `language.unknown`; `package fetch --key` downloads from a Server's own
+//! `language.unknown`, and a daemon whose languages it accepts none of says so
+//! and backs off; `package fetch --key` downloads from a Server's own
 //! package URL; a bad upload's message names what the client sent, never a path
 //! of the Server's disk; every request is logged (method, route, status, ms),
 //! never a token; the daemon logs toolchains in words, not a Debug dump.
@@ -215,6 +216,67 @@ async fn serve_refuses_a_language_it_does_not_accept() {
         let (status, body) = post_json(&url, TOKEN, submission(problem, language)).await;
         assert_eq!(status, 201, "{language}: {body}");
     }
+}
+
+/// (2b) A claim none of whose languages the Server accepts is 422
+/// `language.unknown` (issue 17); the daemon says so in words naming both flags
+/// and asks again after a pause (its backoff), never in a hot loop; it keeps
+/// running (the Server may be reconfigured) and SIGTERM still ends it with 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_whose_languages_the_server_refuses_says_so_and_backs_off() {
+    let scene = Scene::new("first-hour-claim-lang");
+    let serve = e2e_common::Serve::start_with(
+        &ServeOpts::sqlite(scene.dir.path(), 30),
+        &scene.path("serve.log"),
+        &["--languages", "pascal"],
+    );
+    let runner = serve.manager().create_runner("mismatched").await.unwrap();
+    let mut daemon = scene.daemon(&serve.url, &runner.key, 3710, "daemon.log");
+    daemon.wait_started().await;
+    const LINE: &str = "the Server accepts none of this Runner's languages";
+    // Counted, not timed: three refusals, each logged with its pause.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while daemon.log_text().matches(LINE).count() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no refusal logged: {}",
+            scene.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        daemon.wait_exit(Duration::from_millis(10)).is_none(),
+        "the daemon exited: {}",
+        daemon.log_text()
+    );
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = daemon.wait_exit(Duration::from_secs(60)).unwrap();
+    assert_eq!(status.code(), Some(0), "{}", daemon.log_text());
+    let text = daemon.log_text();
+    let refusals: Vec<&str> = text.lines().filter(|l| l.contains(LINE)).collect();
+    for line in &refusals {
+        assert!(
+            line.contains("ERROR")
+                && line.contains("language.unknown")
+                && line.contains("accepted: pascal")
+                && line.contains("serve --languages and daemon --languages")
+                && line.contains("retry_in="),
+            "{line}"
+        );
+    }
+    // Every refused claim the Server logged is one the daemon logged with a
+    // pause after it: no silent retries (but the one a SIGTERM may have met in
+    // flight, whose answer a draining daemon drops).
+    let log = std::fs::read_to_string(&serve.log).unwrap();
+    let refused = log
+        .lines()
+        .filter(|l| l.contains("route=/api/jobs/claim") && l.contains("status=422"))
+        .count();
+    assert!(
+        (refusals.len()..=refusals.len() + 1).contains(&refused),
+        "{refused} refused claims, {} logged: {log}",
+        refusals.len()
+    );
 }
 
 fn fetch(url: &str, sha: &str, cache: &Path, key: Option<&str>, env_key: Option<&str>) -> Output {

@@ -250,8 +250,22 @@ async fn claim_languages_are_checked(backend: Backend) {
         assert_eq!(body["error"], "request.invalid", "{body}");
         assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
     }
-    // A language the Server has no job in is an empty claim, not an error.
-    assert!(s.claim(&key, &["kotlin"]).await.is_none());
+    // Languages the Server does not accept (--languages): refused when nothing
+    // else is offered, the message naming what it accepts; beside one it
+    // accepts, harmless (they find nothing).
+    for languages in [json!(["kotlin"]), json!(["kotlin", "cobol", "kotlin"])] {
+        let (status, body) = s
+            .post("/api/jobs/claim", &key, json!({"languages": languages}))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{languages}");
+        assert_eq!(body["error"], "language.unknown", "{body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("python3"),
+            "{body}"
+        );
+    }
+    // An accepted language no job is in is an empty claim, not an error.
+    assert!(s.claim(&key, &["java"]).await.is_none());
     assert!(s.claim(&key, &["kotlin", "c"]).await.is_some());
     s.stop().await;
 }

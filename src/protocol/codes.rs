@@ -76,7 +76,8 @@ pub mod error {
     pub const ATTEMPT_FINISHED: &str = "attempt.finished";
     pub const ATTEMPT_CONFLICT: &str = "attempt.conflict";
     pub const RESULT_EXTRA_TOO_LARGE: &str = "result.extra_too_large";
-    /// 422: a submission or trial in a language the Server does not accept.
+    /// 422: a submission or trial in a language the Server does not accept, or a
+    /// claim none of whose languages it accepts.
     pub const LANGUAGE_UNKNOWN: &str = "language.unknown";
 
     /// Body is not valid JSON, or misses a field, or has a field of the wrong type.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::judge::Judge;
 use crate::package::{Cache, Problem};
 use crate::protocol::ClaimRequest;
+use crate::protocol::codes::error::LANGUAGE_UNKNOWN;
 
 use super::backoff::Backoff;
 use super::client::{Client, ClientError};
@@ -175,6 +176,18 @@ impl Slot {
         if err.is_transient() {
             self.shared.metrics.unreachable();
             tracing::warn!(slot = self.index, error = %err, retry_in = ?pause, "cannot claim: server unreachable");
+        } else if matches!(err, ClientError::Refused { code, .. } if code == LANGUAGE_UNKNOWN) {
+            // The Server accepts none of the languages this host offers: no claim
+            // can succeed until `serve --languages` or `daemon --languages`
+            // changes. Said in those words, and asked again slowly (the backoff
+            // grows to 30 s), never in a hot loop.
+            tracing::error!(
+                slot = self.index,
+                languages = %self.shared.languages.join(","),
+                error = %err,
+                retry_in = ?pause,
+                "claim refused: the Server accepts none of this Runner's languages; check serve --languages and daemon --languages"
+            );
         } else {
             // A revoked key, a wrong URL: nothing this slot can fix, but an operator
             // can; keep asking slowly rather than exit.

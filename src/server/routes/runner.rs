@@ -28,8 +28,13 @@ use crate::server::state::AppState;
 use crate::server::storage::{Storage, is_sha256_hex};
 
 /// A claim whose `languages` are refused ([`claim_languages`]).
-const CLAIM_LANGUAGES: crate::server::routes::openapi::Codes =
-    &[(422, &[crate::protocol::codes::error::REQUEST_INVALID])];
+const CLAIM_LANGUAGES: crate::server::routes::openapi::Codes = &[(
+    422,
+    &[
+        crate::protocol::codes::error::REQUEST_INVALID,
+        crate::protocol::codes::error::LANGUAGE_UNKNOWN,
+    ],
+)];
 errors!(ClaimErrors: AUTHED, BODY, CLAIM_LANGUAGES, SERVER);
 errors!(PackageErrors: AUTHED, MISSING, SERVER);
 errors!(PutFileErrors: AUTHED, BODY, MISSING, LEASE, SERVER);
@@ -64,6 +69,21 @@ pub async fn claim(
     ApiJson(request): ApiJson<ClaimRequest>,
 ) -> Result<Response, ApiError> {
     let languages = claim_languages(&request.languages)?;
+    // A claim none of whose languages this Server accepts (`--languages`) could
+    // never be answered: refused, so the Runner's operator hears of it. Beside
+    // an accepted one, a name this Server does not accept is kept: it finds
+    // nothing here (one index probe), and Servers sharing a database may
+    // accept different lists.
+    if !languages.iter().any(|l| state.config.languages.contains(l)) {
+        return Err(ApiError::Unprocessable {
+            code: crate::protocol::codes::error::LANGUAGE_UNKNOWN,
+            message: format!(
+                "this Server accepts none of the languages [{}]; accepted: {}",
+                languages.join(", "),
+                state.config.languages.join(", ")
+            ),
+        });
+    }
     let wait =
         Duration::from_secs(request.wait_seconds.unwrap_or(0)).min(state.config.max_claim_wait);
     let deadline = Instant::now() + wait;
