@@ -46,6 +46,10 @@ if cmp -s "$tmp" deploy/docker/bin/judge-runner; then rm -f "$tmp"; else mv "$tm
 
 log "building $tag from $binary ($version) on $base"
 t0=$SECONDS
+# The image the tag names now: once replaced it is left untagged, and removed below
+# (its layers below the binary stay, shared with the new one), so that repeated
+# builds (CI) do not pile up a binary layer each.
+old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
 # The legacy builder when buildx (BuildKit) is missing, as on Debian's docker.io.
 docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0}
 docker build -q --target prebuilt \
@@ -56,3 +60,7 @@ docker build -q --target prebuilt \
   --label org.opencontainers.image.created="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   -t "$tag" . >/dev/null
 log "$tag built in $((SECONDS - t0)) s"
+new=$(docker image inspect -f '{{.Id}}' "$tag")
+if [ -n "$old" ] && [ "$old" != "$new" ] && [ -z "$(docker image inspect -f '{{join .RepoTags ","}}' "$old" 2>/dev/null)" ]; then
+  docker image rm "$old" >/dev/null 2>&1 || log "the previous $tag ($old) is still in use; left"
+fi
