@@ -231,18 +231,18 @@ privileged_form() {
   fi
   # The engine's own bounding set lacks a capability --privileged asks for (this
   # machine: CAP_SYS_RESOURCE). The same container without it, spelled out.
-  local pid bnd last i name drops=()
+  local pid bnd last i name drops=() lacks=()
   pid=$(pgrep -xo dockerd || echo self)
   bnd=$((16#$(awk '/^CapBnd/ {print $2}' "/proc/$pid/status")))
   last=$(cat /proc/sys/kernel/cap_last_cap)
   for ((i = 0; i <= last && i <= 37; i++)); do
     if (((bnd >> i) & 1)); then continue; fi
     name=$(capsh --decode="$(printf '0x%x' $((1 << i)))" 2>/dev/null | sed 's/.*=cap_//')
-    [ -n "$name" ] && drops+=(--cap-drop "${name^^}")
+    [ -n "$name" ] && drops+=(--cap-drop "${name^^}") && lacks+=("CAP_${name^^}")
   done
   PRIV=(--cap-add ALL "${drops[@]}" --security-opt seccomp=unconfined --security-opt apparmor=unconfined
     --security-opt systempaths=unconfined --device-cgroup-rule 'a *:* rwm')
-  log "this engine refuses --privileged (its bounding set lacks ${drops[*]}); Runners get: ${PRIV[*]}"
+  log "this engine refuses --privileged (its bounding set lacks ${lacks[*]}); Runners get: ${PRIV[*]}"
 }
 
 # The Runner, exactly as README.md ("Docker runner pools") shows it.
@@ -276,6 +276,24 @@ server_up() { curl -fsS -m 5 -o /dev/null "http://$(ip_of "$1"):8080/healthz" 2>
 runner_up() {  # the daemon passed its self-test and serves metrics
   curl -fsS -m 5 "http://$(ip_of "$1"):9464/metrics" 2>/dev/null | grep -q '^judge_runner_slots'
 }
+
+# ---- README shows what this test starts -----------------------------------------
+
+# The README's commands, continuation lines joined, spaces squeezed: the
+# Runner (both cgroup forms) and Server lines of start_runner/start_server
+# above, with README's names for what the test names judge-e2e-<pid>-*.
+log "case readme.form"
+readme=$(sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' "$REPO/README.md" | tr -s ' ')
+runner_v1='--network judge-net --privileged --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw -e JUDGE_RUNNER_KEY=jrk_... -v judge-cache:/var/cache/judge-runner judge-runner daemon --server http://judge:8080 --cache /var/cache/judge-runner --metrics 0.0.0.0:9464 --cgroup-parent runner-1 --first-box 100'
+runner_v2='--network judge-net --privileged --cgroupns=private -e JUDGE_RUNNER_KEY=jrk_... -v judge-cache:/var/cache/judge-runner judge-runner daemon --server http://judge:8080 --cache /var/cache/judge-runner --metrics 0.0.0.0:9464 --first-box 100'
+server='--network judge-net --network-alias judge --user judge -e JUDGE_MANAGER_TOKEN=$TOKEN -e JUDGE_HEALTHCHECK_URL=http://127.0.0.1:8080/healthz -v judge-storage:/var/lib/judge-runner/storage judge-runner serve --listen 0.0.0.0:8080 --database postgres://judge:$PGPW@db:5432/judge --storage /var/lib/judge-runner/storage'
+database='--network judge-net --network-alias db -e POSTGRES_PASSWORD=$PGPW -v judge-db:/var/lib/postgresql/data judge-runner-postgres'
+bad=""
+for form in runner_v1 runner_v2 server database; do
+  grep -qF -- "${!form}" <<<"$readme" || bad+=" $form;"
+done
+grep -qF 'docker network create --internal judge-net' <<<"$readme" || bad+=" network;"
+if [ -z "$bad" ]; then pass readme.form; else fail readme.form "README.md lacks the test's form of:$bad"; fi
 
 # ---- images --------------------------------------------------------------------
 
