@@ -256,3 +256,47 @@ fn output_exactly_at_the_limit_allowed() {
     assert_eq!(r.status, Status::Ok, "{r:?}");
     assert_eq!(len, MIB);
 }
+
+/// A tiny program allocates less than the cgroup's charge batch, so the cgroup
+/// alone reads 0 for it; its own largest resident set is reported then. A
+/// program that allocates 100 MiB still reads its allocation, in a slot and in a
+/// one-shot run alike.
+#[test]
+fn a_tiny_program_reports_memory_a_big_one_its_allocation() {
+    let cx = Ctx::new("tiny_memory");
+    let prog = cx.probe("mem");
+    let mut slot = judge_runner::sandbox::Slot::new(cx.box_id, &cx.parent, None).unwrap();
+    for via_slot in [false, true] {
+        let mut run = |plan: judge_runner::sandbox::Plan| {
+            let r = if via_slot {
+                slot.run(&plan)
+            } else {
+                judge_runner::sandbox::run(&plan)
+            };
+            let r = r.unwrap();
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            r
+        };
+        let tiny = run(cx.plan(&prog).arg("1"));
+        let true_run = run(cx.plan("/bin/true"));
+        let big = run(cx.plan(&prog).args(["100", "50"]));
+        eprintln!(
+            "slot {via_slot}: mem 1 {} /bin/true {} mem 100 {}",
+            tiny.memory_bytes, true_run.memory_bytes, big.memory_bytes
+        );
+        assert!(true_run.memory_bytes > 0, "slot {via_slot}: {true_run:?}");
+        assert!(
+            true_run.memory_bytes < 16 * MIB,
+            "slot {via_slot}: {true_run:?}"
+        );
+        assert!(
+            tiny.memory_bytes >= MIB && tiny.memory_bytes < 16 * MIB,
+            "slot {via_slot}: {tiny:?}"
+        );
+        assert!(
+            big.memory_bytes >= 100 * MIB && big.memory_bytes <= 100 * MIB + MIB,
+            "slot {via_slot}: {big:?}"
+        );
+    }
+    slot.close().unwrap();
+}

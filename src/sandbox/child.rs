@@ -122,6 +122,7 @@ impl Step {
 }
 
 /// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
+/// The program's end: `[kind, 0, wait status, ru_maxrss in KiB]`.
 pub(crate) const REC_EXITED: u32 = 1;
 pub(crate) const REC_FAILED: u32 = 2;
 /// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
@@ -299,7 +300,7 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
     loop {
         match sys::c_wait_any() {
             // Only an ending counts: a stop (a ptraced child) is not one.
-            Ok((pid, status))
+            Ok((pid, status, max_rss_kib))
                 if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
             {
                 let ns = sys::c_monotonic_ns();
@@ -308,7 +309,8 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
                 let low = u32::try_from(ns & 0xffff_ffff).unwrap_or(0);
                 let high = u32::try_from(ns >> 32).unwrap_or(0);
                 record(time, [REC_TIME, low, high, 0]);
-                record(exited, [REC_EXITED, 0, status.cast_unsigned(), 0]);
+                let rss = u32::try_from(max_rss_kib).unwrap_or(u32::MAX);
+                record(exited, [REC_EXITED, 0, status.cast_unsigned(), rss]);
                 let _ = sys::c_write_all(spec.report_fd, &recs);
                 sys::c_exit(0)
             }

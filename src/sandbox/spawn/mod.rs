@@ -62,6 +62,8 @@ struct Watched {
     ended_at: Option<u64>,
     /// Memory charged when the program started (`REC_BASE`).
     memory_base: Option<u64>,
+    /// The program's largest resident set (wait4's `ru_maxrss`, `REC_EXITED`).
+    max_rss: u64,
     cpu_over: bool,
     wall_over: bool,
     cancelled: bool,
@@ -303,7 +305,8 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
             [REC_BASE, low, high, _] => {
                 w.memory_base = Some(u64::from(*low) | (u64::from(*high) << 32));
             }
-            [REC_EXITED, _, status, _] => {
+            [REC_EXITED, _, status, rss_kib] => {
+                w.max_rss = u64::from(*rss_kib).saturating_mul(1024);
                 let status = status.cast_signed();
                 w.ending = Some(if libc::WIFSIGNALED(status) {
                     Ending::Signaled(libc::WTERMSIG(status))
@@ -373,10 +376,30 @@ fn finish_report(
         signal,
         cpu_seconds: cpu.as_secs_f64(),
         wall_seconds: w.wall.as_secs_f64(),
-        memory_bytes: measured.peak_memory,
+        memory_bytes: memory_bytes(measured.peak_memory, w.max_rss),
         message: String::new(),
     })
 }
+
+/// The run's `memory_bytes`: the cgroup's peak over the program's start; below
+/// [`RSS_BELOW`] the program's own largest resident set when that is larger.
+/// The cgroup sees memory in the kernel's per-CPU charge batches (256 KiB) and
+/// not the pages the program shares with the page cache (its binary, libc), so
+/// a tiny program reads 0 there; its resident set counts those pages (and, for
+/// a program of a few pages, what its parent's memory held before the execve,
+/// about 1 MiB here). Above the threshold the cgroup's figure is kept: within a
+/// batch of what the program allocated, where its resident set would add its
+/// mapped files.
+fn memory_bytes(cgroup_peak: u64, max_rss: u64) -> u64 {
+    if cgroup_peak >= RSS_BELOW {
+        cgroup_peak
+    } else {
+        cgroup_peak.max(max_rss)
+    }
+}
+
+/// Below this cgroup peak a run reports its program's max RSS when larger.
+const RSS_BELOW: u64 = 1 << 20;
 
 fn output_hit(files: &[PathBuf], limit: u64) -> bool {
     files

@@ -265,14 +265,19 @@ pub(crate) fn c_fork_into_cgroup(cgroup_dir: RawFd) -> CResult<libc::pid_t> {
     }
 }
 
-/// wait4 on any child, retrying on EINTR. Returns (pid, wait status).
-pub(crate) fn c_wait_any() -> CResult<(libc::pid_t, libc::c_int)> {
+/// wait4 on any child, retrying on EINTR. Returns (pid, wait status, the
+/// child's `ru_maxrss` in KiB: the largest resident set of it and of the
+/// children it reaped).
+pub(crate) fn c_wait_any() -> CResult<(libc::pid_t, libc::c_int, u64)> {
     loop {
         let mut status = 0;
-        // SAFETY: status points to a live c_int; child-safe system call.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        // SAFETY: all-zero is a valid rusage (plain integers and timevals).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: status and usage point to live values of the types wait4
+        // writes; child-safe system call.
+        let pid = unsafe { libc::wait4(-1, &mut status, libc::__WALL, &mut usage) };
         if pid >= 0 {
-            return Ok((pid, status));
+            return Ok((pid, status, u64::try_from(usage.ru_maxrss).unwrap_or(0)));
         }
         let e = errno();
         if e != libc::EINTR {
