@@ -329,6 +329,23 @@ pub struct ServeArgs {
     /// Longest `wait_seconds` a claim may wait
     #[arg(long, value_name = "SECS", default_value = "60")]
     pub max_claim_wait: Seconds,
+    /// The HMAC-SHA256 key of webhook signatures; without it callback_url is refused
+    #[arg(
+        long,
+        env = "JUDGE_WEBHOOK_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
+    pub webhook_secret: Option<String>,
+    /// Accept callback URLs on loopback/private addresses and this Server's own host
+    #[arg(long)]
+    pub webhook_allow_private: bool,
+    /// Time limit of one webhook delivery
+    #[arg(long, value_name = "SECS", default_value = "10")]
+    pub webhook_timeout: Seconds,
+    /// First webhook retry delay (doubled per failure, with jitter, for 24 h)
+    #[arg(long, value_name = "SECS", default_value = "2")]
+    pub webhook_backoff: Seconds,
     /// The manager token (every scope)
     #[arg(
         long,

@@ -383,6 +383,27 @@ async fn wire_types_have_the_contracts_fields() {
             "memory_bytes"
         ])
     );
+    assert_eq!(
+        properties(&doc, "AttemptEnded"),
+        set(&[
+            "event",
+            "submission_id",
+            "job_id",
+            "attempt",
+            "state",
+            "failure_reason",
+            "result",
+        ])
+    );
+    assert!(properties(&doc, "CreateSubmission").contains("callback_url"));
+    let submit_422 = &doc["paths"]["/api/submissions"]["post"]["responses"]["422"];
+    let codes = &submit_422["content"]["application/json"]["schema"]["properties"]["error"]["enum"];
+    for code in ["callback_url.invalid", "callback_url.no_secret"] {
+        assert!(
+            codes.as_array().unwrap().contains(&Value::from(code)),
+            "{code}"
+        );
+    }
     let states = &doc["components"]["schemas"]["JobState"]["enum"];
     assert_eq!(
         states,

@@ -23,6 +23,10 @@ pub fn config_from(args: ServeArgs) -> Config {
     config.max_connections = args.db_connections;
     config.languages = args.languages;
     config.max_claim_wait = args.max_claim_wait.duration();
+    config.webhooks.secret = args.webhook_secret;
+    config.webhooks.allow_private = args.webhook_allow_private;
+    config.webhooks.timeout = args.webhook_timeout.duration();
+    config.webhooks.backoff = args.webhook_backoff.duration();
     config
 }
 

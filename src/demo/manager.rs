@@ -90,6 +90,7 @@ impl Manager {
             problem_id,
             language: language.to_string(),
             files,
+            callback_url: None,
         };
         self.send("submit", self.post("/api/submissions").json(&body))
             .await

@@ -90,6 +90,11 @@ pub mod error {
     pub const PACKAGE_INVALID: &str = "package.invalid";
     /// The database is not answering (pool exhausted or down); retry later.
     pub const UNAVAILABLE: &str = "unavailable";
+    /// A `callback_url` that is not `http`/`https`, or names the Server itself, a
+    /// loopback or a private address (without `--webhook-allow-private`).
+    pub const CALLBACK_URL_INVALID: &str = "callback_url.invalid";
+    /// A `callback_url` on a Server without `JUDGE_WEBHOOK_SECRET`: it could not sign.
+    pub const CALLBACK_URL_NO_SECRET: &str = "callback_url.no_secret";
     /// Something failed on the Server; the cause is logged, not echoed.
     pub const INTERNAL: &str = "internal";
 }

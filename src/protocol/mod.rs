@@ -286,6 +286,27 @@ pub struct CreateSubmission {
     pub problem_id: i64,
     pub language: String,
     pub files: Vec<SubmissionFile>,
+    /// `http`/`https` URL that gets an `attempt.ended` event (`AttemptEnded`)
+    /// every time an attempt of this submission ends; a rejudge inherits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
+}
+
+/// The webhook body POSTed to a submission's `callback_url` when one of its
+/// attempts ends, signed `X-Judge-Signature: sha256=<hex HMAC-SHA256 of the body>`
+/// and identified by `X-Judge-Delivery` (the same on every retry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AttemptEnded {
+    /// Always `attempt.ended`.
+    pub event: String,
+    pub submission_id: i64,
+    pub job_id: i64,
+    pub attempt: i64,
+    /// Completed, Failed, Cancelled or Superseded.
+    pub state: JobState,
+    pub failure_reason: Option<String>,
+    /// The Result of a Completed attempt, else null.
+    pub result: Option<ResultView>,
 }
 
 /// `201` answer of a submission or a rejudge.

@@ -34,6 +34,10 @@ pub enum ApiError {
     },
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    CallbackInvalid(String),
+    #[error("callback_url needs a webhook secret: start the Server with JUDGE_WEBHOOK_SECRET set")]
+    CallbackNoSecret,
     /// Well-formed but refused (422) with its own code.
     #[error("{message}")]
     Unprocessable { code: &'static str, message: String },
@@ -60,7 +64,9 @@ impl ApiError {
             | ApiError::AttemptConflict(_) => StatusCode::CONFLICT,
             ApiError::ExtraTooLarge { .. }
             | ApiError::LanguageUnknown { .. }
-            | ApiError::PackageInvalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            | ApiError::PackageInvalid(_)
+            | ApiError::CallbackInvalid(_)
+            | ApiError::CallbackNoSecret => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -81,6 +87,8 @@ impl ApiError {
             ApiError::ExtraTooLarge { .. } => code::RESULT_EXTRA_TOO_LARGE,
             ApiError::LanguageUnknown { .. } => code::LANGUAGE_UNKNOWN,
             ApiError::Invalid(_) => code::REQUEST_INVALID,
+            ApiError::CallbackInvalid(_) => code::CALLBACK_URL_INVALID,
+            ApiError::CallbackNoSecret => code::CALLBACK_URL_NO_SECRET,
             ApiError::Unprocessable { code, .. } => code,
             ApiError::TooLarge { .. } => code::REQUEST_TOO_LARGE,
             ApiError::NotFound(_) => code::NOT_FOUND,

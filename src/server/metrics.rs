@@ -36,10 +36,22 @@ pub struct WorkCounters {
     pub deliveries_exhausted: Counter,
 }
 
+/// `judge_webhook_deliveries_total{outcome}`.
+#[derive(Debug, Default)]
+pub struct WebhookCounters {
+    /// Answered 2xx.
+    pub delivered: Counter,
+    /// Any other answer, or none: retried later.
+    pub failed: Counter,
+    /// Failed with no retry left inside the 24 h window.
+    pub gave_up: Counter,
+}
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub jobs: WorkCounters,
     pub trials: WorkCounters,
+    pub webhooks: WebhookCounters,
 }
 
 /// One counter family: name, help, and how to read it from a `WorkCounters`.
@@ -97,6 +109,36 @@ impl Metrics {
         }
         render_states(&mut out, "judge_jobs", "evaluation jobs by state", jobs);
         render_states(&mut out, "judge_trials", "trials by state", trials);
+        out
+    }
+}
+
+impl Metrics {
+    /// The webhook families: deliveries of this process by outcome, and the
+    /// outbox rows still to deliver (from the database).
+    pub fn render_webhooks(&self, pending: i64) -> String {
+        let mut out = String::new();
+        let name = "judge_webhook_deliveries_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} webhook deliveries tried by this process, by outcome"
+        );
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let w = &self.webhooks;
+        for (outcome, c) in [
+            ("delivered", &w.delivered),
+            ("failed", &w.failed),
+            ("gave_up", &w.gave_up),
+        ] {
+            let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {}", c.get());
+        }
+        let name = "judge_webhook_outbox_pending";
+        let _ = writeln!(
+            out,
+            "# HELP {name} attempt.ended events neither delivered nor given up"
+        );
+        let _ = writeln!(out, "# TYPE {name} gauge");
+        let _ = writeln!(out, "{name} {pending}");
         out
     }
 }

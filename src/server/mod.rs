@@ -19,6 +19,7 @@ pub mod reaper;
 pub mod routes;
 pub mod state;
 pub mod storage;
+pub mod webhooks;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use routes::router;
-pub use state::{AppState, Config};
+pub use state::{AppState, Config, WebhookConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -59,6 +60,7 @@ pub struct ServerHandle {
     stop: CancellationToken,
     http: JoinHandle<std::io::Result<()>>,
     reaper: JoinHandle<()>,
+    webhooks: JoinHandle<()>,
 }
 
 impl ServerHandle {
@@ -81,6 +83,7 @@ impl ServerHandle {
         self.stop.cancel();
         let served = self.http.await;
         let _ = self.reaper.await;
+        let _ = self.webhooks.await;
         self.state.db.close().await;
         match served {
             Ok(Ok(())) => Ok(()),
@@ -120,12 +123,14 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> Result<ServerHandle
             .into_future(),
     );
     let reaper = tokio::spawn(reaper::run(state.clone(), reap_interval, stop.clone()));
+    let webhooks = tokio::spawn(webhooks::run(state.clone(), stop.clone()));
     Ok(ServerHandle {
         addr,
         state,
         stop,
         http,
         reaper,
+        webhooks,
     })
 }
 

@@ -44,6 +44,41 @@ pub struct Config {
     /// Languages a submission or trial may name (`--languages`); any other is
     /// refused with 422 `language.unknown`.
     pub languages: Vec<String>,
+    /// Webhook settings (`callback_url`).
+    pub webhooks: WebhookConfig,
+}
+
+/// How `attempt.ended` events are signed and delivered.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// `JUDGE_WEBHOOK_SECRET`: the HMAC-SHA256 key. Without it `callback_url` is refused.
+    pub secret: Option<String>,
+    /// Accept callback URLs on loopback, private and link-local addresses and the
+    /// Server's own host (`--webhook-allow-private`; tests, private networks).
+    pub allow_private: bool,
+    /// One delivery's time limit (connect + answer).
+    pub timeout: Duration,
+    /// First retry delay; doubled per failure (capped at `max_backoff`), with jitter.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    /// Retries stop this long after the event was written.
+    pub give_up_after: Duration,
+    /// How often the sender looks for due events.
+    pub poll: Duration,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            secret: None,
+            allow_private: false,
+            timeout: Duration::from_secs(10),
+            backoff: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(3600),
+            give_up_after: Duration::from_secs(24 * 3600),
+            poll: Duration::from_millis(500),
+        }
+    }
 }
 
 /// `serve --languages`' default (CONTRACT §4).
@@ -70,6 +105,7 @@ impl Config {
             max_connections: 16,
             max_claim_wait: Duration::from_secs(60),
             languages: DEFAULT_LANGUAGES.iter().map(|l| l.to_string()).collect(),
+            webhooks: WebhookConfig::default(),
         }
     }
 }
@@ -89,6 +125,9 @@ impl Config {
         }
         if self.languages.is_empty() || self.languages.iter().any(|l| l.trim().is_empty()) {
             return bad("--languages must name at least one language, without empty names");
+        }
+        if self.webhooks.secret.as_ref().is_some_and(|s| s.is_empty()) {
+            return bad("JUDGE_WEBHOOK_SECRET must not be empty when set");
         }
         if let Some(url) = &self.public_url
             && !(url.starts_with("http://") || url.starts_with("https://"))

@@ -16,6 +16,7 @@ pub mod lease;
 pub mod records;
 pub mod trials;
 pub mod views;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;

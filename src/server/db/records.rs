@@ -150,17 +150,18 @@ impl Db {
         problem_id: i64,
         language: &str,
         files_json: &str,
+        callback_url: Option<&str>,
         now: Millis,
     ) -> Result<Option<(i64, i64)>, DbError> {
-        const SUBMISSION: &str = "INSERT INTO submissions (problem_id, language, files, created_ms) \
-                                  VALUES ($1, $2, $3, $4) RETURNING id";
+        const SUBMISSION: &str = "INSERT INTO submissions (problem_id, language, files, created_ms, callback_url) \
+                                  VALUES ($1, $2, $3, $4, $5) RETURNING id";
         on_pool!(self, pool => {
             let mut tx = pool.begin_write().await?;
             let version: Option<i64> = sqlx::query_scalar(LATEST_VERSION).bind(problem_id)
                 .fetch_optional(&mut *tx).await?;
             let Some(version_id) = version else { return Ok(None) };
             let submission_id: i64 = sqlx::query_scalar(SUBMISSION)
-                .bind(problem_id).bind(language).bind(files_json).bind(now)
+                .bind(problem_id).bind(language).bind(files_json).bind(now).bind(callback_url)
                 .fetch_one(&mut *tx).await?;
             let job_id: i64 = sqlx::query_scalar(INSERT_JOB)
                 .bind(submission_id).bind(1_i64).bind(version_id).bind(language)

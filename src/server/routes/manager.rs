@@ -30,7 +30,10 @@ use crate::server::storage::{Received, Storage};
 errors!(JsonErrors: AUTHED, BODY, SERVER);
 errors!(PathErrors: AUTHED, MISSING, SERVER);
 errors!(ProblemErrors: AUTHED, BODY, MISSING, PACKAGE, SERVER);
-errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER, LANGUAGE);
+errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER, LANGUAGE, &[(422, &[
+    crate::protocol::codes::error::CALLBACK_URL_INVALID,
+    crate::protocol::codes::error::CALLBACK_URL_NO_SECRET,
+])]);
 errors!(RejudgeErrors: AUTHED, BODY, MISSING, SERVER, &[(409, &[crate::protocol::codes::error::ATTEMPT_CONFLICT])]);
 errors!(CancelErrors: AUTHED, MISSING, SERVER, &[(409, &[crate::protocol::codes::error::ATTEMPT_FINISHED])]);
 
@@ -254,16 +257,29 @@ pub fn check_files(files: &[SubmissionFile]) -> Result<(), ApiError> {
 pub async fn create_submission(
     State(state): State<AppState>,
     _: ManagerAuth,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<CreateSubmission>,
 ) -> Result<Created<AttemptCreated>, ApiError> {
     check_name("language", &body.language)?;
     state.check_language(&body.language)?;
     check_files(&body.files)?;
+    if let Some(url) = &body.callback_url {
+        let host = headers
+            .get(axum::http::header::HOST)
+            .and_then(|h| h.to_str().ok());
+        crate::server::webhooks::check_callback_url(&state, url, host).await?;
+    }
     let files_json = serde_json::to_string(&body.files)
         .map_err(|e| ApiError::Internal(format!("files do not serialise: {e}")))?;
     let created_ids = state
         .db
-        .create_submission(body.problem_id, &body.language, &files_json, state.now_ms())
+        .create_submission(
+            body.problem_id,
+            &body.language,
+            &files_json,
+            body.callback_url.as_deref(),
+            state.now_ms(),
+        )
         .await?;
     let (submission_id, job_id) = created_ids.ok_or_else(|| {
         ApiError::not_found(format!("problem {} does not exist", body.problem_id))

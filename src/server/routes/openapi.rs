@@ -150,6 +150,7 @@ pub struct TrialUpload {
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&SecuritySchemes),
+    components(schemas(crate::protocol::AttemptEnded)),
     tags(
         (name = "manager", description = "The manager token (`JUDGE_MANAGER_TOKEN`)"),
         (name = "runner", description = "A Runner key (`POST /api/runners`)"),

@@ -31,7 +31,12 @@ async fn states(state: &AppState, work: Work) -> Result<Vec<(JobState, i64)>, Db
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let jobs = states(&state, Work::Job).await?;
     let trials = states(&state, Work::Trial).await?;
-    let text = state.metrics.render(&jobs, &trials);
+    let mut text = state.metrics.render(&jobs, &trials);
+    text.push_str(
+        &state
+            .metrics
+            .render_webhooks(state.db.webhooks_pending().await?),
+    );
     Ok((
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,
