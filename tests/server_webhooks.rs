@@ -4,7 +4,8 @@
 //! ended attempt on every path (Completed, Failed, Cancelled, Superseded), the
 //! rejudge inheriting the URL; refusals (no secret, loopback, bad scheme); a
 //! Server killed mid-delivery delivers after restart; two Servers on one
-//! PostgreSQL deliver each event exactly once.
+//! PostgreSQL deliver each event exactly once; docs/server.md's Python receiver
+//! verifies the signature (and refuses it under another secret).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -507,4 +508,117 @@ async fn a_server_killed_mid_delivery_delivers_after_restart(backend: Backend) {
     assert_eq!(receiver.got().len(), 2, "delivered once after the restart");
     drop(second);
     db.cleanup().await;
+}
+
+/// docs/server.md's ten-line Python receiver, as printed there (only its port
+/// replaced by a free one), run by python3 against a real Server.
+struct DocReceiver {
+    child: Child,
+    url: String,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl DocReceiver {
+    fn start(secret: &str) -> DocReceiver {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/server.md"))
+            .unwrap();
+        let guide = &doc[doc.find("## Integrating a platform").expect("the guide")..];
+        let start = guide.find("```python\n").expect("the Python receiver") + "```python\n".len();
+        let code = &guide[start..start + guide[start..].find("```").unwrap()];
+        assert!(
+            code.lines().count() <= 11,
+            "the receiver stays about ten lines:\n{code}"
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        assert!(code.contains("(\"\", 8000)"), "{code}");
+        let code = code.replace("(\"\", 8000)", &format!("(\"127.0.0.1\", {port})"));
+        let mut child = Command::new("python3")
+            .args(["-c", &code])
+            .env("JUDGE_WEBHOOK_SECRET", secret)
+            .env("PYTHONUNBUFFERED", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        // Ready when it accepts a connection.
+        for _ in 0..400 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        DocReceiver {
+            child,
+            url: format!("http://127.0.0.1:{port}/hook"),
+            lines,
+        }
+    }
+}
+
+impl Drop for DocReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_docs_python_receiver_verifies_our_signature() {
+    let good = DocReceiver::start(SECRET);
+    let wrong = DocReceiver::start("not-the-secret");
+    let s = TestServer::start_with(Backend::Sqlite, webhooks_on).await;
+    let (problem_id, _, _) = s.problem().await;
+    let (_, job) = submit_ok(&s, problem_id, &good.url).await;
+    let (_, refused) = submit_ok(&s, problem_id, &wrong.url).await;
+    for j in [job, refused] {
+        let (status, body) = s
+            .post(&format!("/api/jobs/{j}/cancel"), MANAGER, json!({}))
+            .await;
+        assert_eq!(status, Status::OK, "{body}");
+    }
+    // The good one answers 204 (delivered); the wrong secret's answers 401, so
+    // that event is retried (failed at least once) and never delivered.
+    for _ in 0..1200 {
+        let delivered = s
+            .metric("judge_webhook_deliveries_total{outcome=\"delivered\"}")
+            .await;
+        let failed = s
+            .metric("judge_webhook_deliveries_total{outcome=\"failed\"}")
+            .await;
+        if delivered >= 1.0 && failed >= 1.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let printed = good.lines.lock().unwrap().clone();
+    assert_eq!(printed.len(), 1, "{printed:?}");
+    assert!(printed[0].contains("'attempt.ended'"), "{printed:?}");
+    assert!(
+        printed[0].contains(&format!("'job_id': {job}")),
+        "{printed:?}"
+    );
+    assert!(wrong.lines.lock().unwrap().is_empty());
+    assert_eq!(
+        s.metric("judge_webhook_deliveries_total{outcome=\"delivered\"}")
+            .await,
+        1.0
+    );
+    assert!(
+        s.metric("judge_webhook_deliveries_total{outcome=\"failed\"}")
+            .await
+            >= 1.0
+    );
+    s.stop().await;
 }
