@@ -12,6 +12,7 @@
 //!   and execs. Only from its first step on is anything counted or limited, so
 //!   the run's cpu, memory and process figures are the program's alone.
 
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::fd::RawFd;
 
@@ -169,14 +170,15 @@ pub(crate) struct ChildSpec<'a> {
     pub last_cap: u32,
     pub filters: &'a [BpfProgram],
     pub exec_paths: Vec<CString>,
-    pub argv: Vec<*const libc::c_char>,
-    pub envp: Vec<*const libc::c_char>,
+    pub argv: sys::CStrArray<'a>,
+    pub envp: sys::CStrArray<'a>,
     pub report_fd: RawFd,
     /// init was born in the run's cgroup (a slot's launcher cloned it there), so
     /// it makes the cgroup namespace; else the program does, after joining.
     pub cgroupns_in_init: bool,
-    /// Top of a stack reserved for the program's start (vfork-like); 0: fork.
-    pub program_stack_top: usize,
+    /// A stack reserved for the program's start (vfork-like), taken by the one
+    /// start that uses it; `None`: fork.
+    pub program_stack: Cell<Option<sys::VforkStack<'a>>>,
     /// The capability bounding set is already empty and every signal at its
     /// default: the launcher did both once for all its children.
     pub launcher_clean: bool,
@@ -333,9 +335,9 @@ fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
             Err(e) => return Err(e),
         }
     }
-    if spec.program_stack_top != 0 {
+    if let Some(stack) = spec.program_stack.take() {
         let mut program = || program_main(spec, false);
-        return sys::c_vfork_on(&mut program, spec.program_stack_top);
+        return sys::c_vfork_on(&mut program, stack);
     }
     match sys::c_fork()? {
         0 => program_main(spec, false),

@@ -2,9 +2,9 @@
 //! are read through kept-open descriptors without allocating per read; `flock`s
 //! that make a slot's cgroup its own.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -150,29 +150,21 @@ pub(super) fn create_chain(
     Ok(dir)
 }
 
-fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
-    // SAFETY: flock(2) on a descriptor we hold; no memory is passed.
-    if unsafe { libc::flock(file.as_raw_fd(), op) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// An exclusive lock on `dir`, waiting for it: creators and removers of a
 /// parent's slots take turns, so a slot's directory is never seen half made.
 pub(super) fn lock_parent(dir: &Path) -> Result<File, SandboxError> {
     let file = File::open(dir).map_err(|e| cgroup_err("open", dir, e))?;
-    flock(&file, libc::LOCK_EX).map_err(|e| cgroup_err("lock", dir, e))?;
+    file.lock().map_err(|e| cgroup_err("lock", dir, e))?;
     Ok(file)
 }
 
 /// An exclusive lock on `dir` if nobody holds one (`None`: a live slot does).
 pub(super) fn try_lock(dir: &Path) -> Result<Option<File>, SandboxError> {
     let file = File::open(dir).map_err(|e| cgroup_err("open", dir, e))?;
-    match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+    match file.try_lock() {
         Ok(()) => Ok(Some(file)),
-        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(None),
-        Err(e) => Err(cgroup_err("lock", dir, e)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(cgroup_err("lock", dir, e)),
     }
 }
 

@@ -3,6 +3,7 @@
 //! Descriptors travel beside the bytes (SCM_RIGHTS); the bytes name them by
 //! their index in that list.
 
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
@@ -11,6 +12,7 @@ use seccompiler::{BpfProgram, sock_filter};
 use crate::sandbox::cgroup::MemoryFds;
 use crate::sandbox::child::{ChildSpec, Net, Root};
 use crate::sandbox::mount::{MountPlan, Op};
+use crate::sandbox::sys;
 
 /// Bumped when the encoding changes (the launcher is the same binary, but a
 /// daemon upgraded in place could exec a newer one).
@@ -351,7 +353,7 @@ impl Decoded {
 
     /// The child's view of this run (pointers into `self`).
     pub(crate) fn child_spec(&mut self) -> ChildSpec<'_> {
-        let program_stack_top = crate::sandbox::spawn::stack_top(&mut self.program_stack);
+        let program_stack = Cell::new(sys::VforkStack::new(&mut self.program_stack));
         ChildSpec {
             root: Root::Entered,
             mounts: &self.mounts,
@@ -364,11 +366,11 @@ impl Decoded {
             last_cap: self.last_cap,
             filters: &self.filters,
             exec_paths: self.exec_paths.clone(),
-            argv: null_terminated(&self.argv),
-            envp: null_terminated(&self.envp),
+            argv: sys::CStrArray::new(&self.argv),
+            envp: sys::CStrArray::new(&self.envp),
             report_fd: self.report_fd,
             cgroupns_in_init: true,
-            program_stack_top,
+            program_stack,
             launcher_clean: false,
             memory: self.memory,
             memory_bytes: self.memory_bytes,
@@ -403,14 +405,6 @@ fn decode_filter(r: &mut Reader<'_>) -> Option<BpfProgram> {
 }
 
 /// A null-terminated array of pointers into `strings`, as execve wants.
-pub(crate) fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
-    strings
-        .iter()
-        .map(|s| s.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

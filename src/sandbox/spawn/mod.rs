@@ -14,6 +14,7 @@
 //!   init and the launcher then spend some CPU time in the run's cgroup; both
 //!   measure it and it is left out of the run's figure.
 
+use std::cell::Cell;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ use super::child::{
     self, ChildSpec, Net, REC_BASE, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
 };
 use super::error::SandboxError;
-use super::launcher::{Launcher, spec};
+use super::launcher::Launcher;
 use super::plan::Plan;
 use super::prepare::{self, Prepared};
 use super::report::{Ending, Observed, Report, classify};
@@ -152,11 +153,11 @@ fn child_spec<'a>(
         last_cap: prepare::last_cap(),
         filters: &parts.filters,
         exec_paths: parts.exec_paths.clone(),
-        argv: spec::null_terminated(&parts.argv),
-        envp: spec::null_terminated(&parts.envp),
+        argv: sys::CStrArray::new(&parts.argv),
+        envp: sys::CStrArray::new(&parts.envp),
         report_fd,
         cgroupns_in_init: false,
-        program_stack_top: 0,
+        program_stack: Cell::new(None),
         launcher_clean: false,
         memory: None,
         memory_bytes: plan.limits.memory_bytes,
@@ -165,11 +166,6 @@ fn child_spec<'a>(
 
 /// Stack the program starts on (vfork-like, until its execve).
 pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
-
-/// The address just past `stack`, where a downward-growing stack starts.
-pub(crate) fn stack_top(stack: &mut [u8]) -> usize {
-    stack.as_mut_ptr_range().end as usize
-}
 
 fn direct(
     plan: &Plan,
@@ -181,6 +177,7 @@ fn direct(
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
+    let mut program_stack = vec![0u8; PROGRAM_STACK];
     let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
     spec.procs_fds = cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect();
     spec.cgroup_dir = cgroup.dir_fd();
@@ -192,14 +189,13 @@ fn direct(
     if matches!(net, Net::Fresh) {
         flags |= libc::CLONE_NEWNET;
     }
-    let mut program_stack = vec![0u8; PROGRAM_STACK];
-    spec.program_stack_top = stack_top(&mut program_stack);
+    spec.program_stack = Cell::new(sys::VforkStack::new(&mut program_stack));
     let mut stack = vec![0u8; CHILD_STACK];
     let start = Start::now();
     let mut init = || child::init_main(&spec);
     let pid = sys::clone_child(&mut init, &mut stack, flags)
         .map_err(|e| SandboxError::sys("clone into new namespaces", e))?;
-    drop((stack, program_stack));
+    drop(stack);
     drop(report_w);
     prepared.parts.close_stdio();
     let watched = watch_pipe(plan, &report_r, cgroup, base, start);

@@ -109,7 +109,10 @@ pub(crate) fn geteuid() -> u32 {
 }
 
 /// Clone the calling process into new namespaces; the child runs `child` on
-/// `stack` and exits with its return value. Returns the child's pid.
+/// `stack` and exits with its return value. Returns the child's pid. Only
+/// namespace flags are accepted (`NAMESPACE_FLAGS`; anything else, `CLONE_VM`
+/// above all, is `InvalidInput`), and a stack of at least `VforkStack::MIN`
+/// bytes, so the child always works on its own copy of our memory.
 ///
 /// # Why clone and not a re-exec
 /// See the module docs of `spawn.rs`: the child runs only child-safe code.
@@ -119,18 +122,34 @@ pub(crate) fn clone_child(
     flags: libc::c_int,
 ) -> io::Result<libc::pid_t> {
     extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: data is the &mut dyn FnMut passed below, alive in this copy of the
-        // parent's memory for the child's whole life.
+        // SAFETY: data points to `data` in clone_child's frame as it was at the
+        // clone; without CLONE_VM the child has its own copy of that frame and of
+        // the closure it refers to, which nothing else in the child touches.
         let f = unsafe { &mut *data.cast::<&mut dyn FnMut() -> isize>() };
         let code = f();
         libc::c_int::try_from(code).unwrap_or(1)
     }
+    let namespaces = u64::try_from(flags).map_err(|_| io::ErrorKind::InvalidInput)?;
+    if namespaces & !super::NAMESPACE_FLAGS != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("clone_child takes namespace flags only, not {flags:#x}"),
+        ));
+    }
+    if stack.len() < super::VforkStack::MIN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "clone_child needs a stack of at least 16 KiB",
+        ));
+    }
     let mut data: &mut dyn FnMut() -> isize = child;
     let top = stack.as_mut_ptr_range().end;
     let aligned = top.wrapping_sub(top as usize % 16);
-    // SAFETY: glibc's clone() wrapper (no atfork handlers, no locks) starts the child
-    // on its own stack `stack`, which the caller keeps alive until the child is
-    // reaped; without CLONE_VM the child works on a private copy of memory.
+    // SAFETY: only namespace flags (checked above), so no CLONE_VM: the child
+    // gets a private copy of our memory and runs `trampoline` on its copy of
+    // `stack` (at least 16 KiB, 16-byte aligned top), which this call borrows
+    // exclusively, so nothing of ours runs on it; we never look at it again
+    // after clone returns. glibc's clone() wrapper takes no lock.
     let pid = unsafe {
         libc::clone(
             trampoline,

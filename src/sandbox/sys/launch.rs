@@ -203,15 +203,26 @@ pub(crate) fn env_is_set(name: &CStr) -> bool {
 /// 0) into new namespaces `flags`, and straight into the cgroup `cgroup` when
 /// given (clone3 `CLONE_INTO_CGROUP`, Linux 5.7+, cgroup v2). For the launcher
 /// only: it is single-threaded, so the copy holds no lock another thread owns.
+///
+/// Only namespace flags are accepted (`NAMESPACE_FLAGS`): with `CLONE_VM` (or
+/// `CLONE_THREAD`, `CLONE_SETTLS`, ...) and no stack of its own the child would
+/// run on our stack, which is undefined behaviour; those are `InvalidInput`.
 pub(crate) fn clone_fork(flags: u64, cgroup: Option<RawFd>) -> io::Result<libc::pid_t> {
     const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+    if flags & !super::NAMESPACE_FLAGS != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("clone_fork takes namespace flags only, not {flags:#x}"),
+        ));
+    }
     let rc = match cgroup {
         Some(dir) => {
             let mut args = [0u64; 11];
             args[0] = flags | CLONE_INTO_CGROUP;
             args[4] = u64::from(libc::SIGCHLD.unsigned_abs());
             args[10] = u64::from(dir.unsigned_abs());
-            // SAFETY: clone3 without CLONE_VM and without a stack is fork; `args` is
+            // SAFETY: clone3 without CLONE_VM (only namespace flags, checked
+            // above) and without a stack is fork; `args` is
             // a live clone_args (11 u64 fields, CLONE_ARGS_SIZE_VER2) of that size.
             unsafe {
                 libc::syscall(
@@ -224,7 +235,8 @@ pub(crate) fn clone_fork(flags: u64, cgroup: Option<RawFd>) -> io::Result<libc::
         None => {
             let flags = libc::c_ulong::try_from(flags).map_err(io::Error::other)?
                 | libc::c_ulong::from(libc::SIGCHLD.unsigned_abs());
-            // SAFETY: clone without CLONE_VM and without a new stack is fork.
+            // SAFETY: clone without CLONE_VM (only namespace flags, checked above)
+            // and without a new stack is fork.
             unsafe { libc::syscall(libc::SYS_clone, flags, 0, 0, 0, 0) }
         }
     };

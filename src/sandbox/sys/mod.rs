@@ -8,8 +8,20 @@
 //! - host wrappers (`host.rs`, `launch.rs`) return `std::io::Result` and may
 //!   allocate: the supervisor's and the launcher's side.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
 use std::os::fd::RawFd;
+
+/// The namespace flags `clone_child` and `clone_fork` accept: with anything else
+/// (`CLONE_VM`, `CLONE_THREAD`, `CLONE_SETTLS`, ...) the child would share or
+/// corrupt our memory, which those safe wrappers must rule out.
+pub(crate) const NAMESPACE_FLAGS: u64 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWCGROUP) as u64;
 
 /// Errno of the last failed call, without allocating.
 fn errno() -> i32 {
@@ -376,14 +388,33 @@ pub(crate) fn c_capset_none() -> CResult {
     if rc < 0 { Err(errno()) } else { Ok(()) }
 }
 
-pub(crate) fn c_execve(
-    path: &CStr,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
-) -> i32 {
-    // SAFETY: argv and envp are null-terminated arrays of pointers into CStrings that
-    // the supervisor built before clone and that live in this copy of its memory.
-    unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+/// A null-terminated array of pointers to C strings, as execve(2) reads `argv`
+/// and `envp`: built once (before clone) from strings it borrows, so it cannot
+/// lack its terminating null nor outlive what it points into.
+#[derive(Debug)]
+pub(crate) struct CStrArray<'a> {
+    ptrs: Vec<*const libc::c_char>,
+    _strings: PhantomData<&'a [CString]>,
+}
+
+impl<'a> CStrArray<'a> {
+    pub(crate) fn new(strings: &'a [CString]) -> Self {
+        let ptrs = strings
+            .iter()
+            .map(|s| s.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        CStrArray {
+            ptrs,
+            _strings: PhantomData,
+        }
+    }
+}
+
+pub(crate) fn c_execve(path: &CStr, argv: &CStrArray<'_>, envp: &CStrArray<'_>) -> i32 {
+    // SAFETY: `CStrArray` guarantees both arrays end with a null pointer and that
+    // every other pointer is into a `CString` borrowed for the array's life.
+    unsafe { libc::execve(path.as_ptr(), argv.ptrs.as_ptr(), envp.ptrs.as_ptr()) };
     errno()
 }
 
@@ -430,14 +461,38 @@ pub(crate) fn c_monotonic_ns() -> u64 {
     secs.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
-/// Start `child` like vfork(2) on the stack whose top is `stack_top`: it shares
-/// our memory until it calls execve or exits, and we are suspended until then.
-/// No copy of the address space is made (a fork copies page tables and
-/// write-protects every private page, then the child's first writes fault).
-/// Through glibc's `clone()` wrapper, which takes no lock.
+/// A stack for one vfork-like child ([`c_vfork_on`]): it borrows its memory
+/// exclusively for `'a` (nobody else can touch it meanwhile), has at least
+/// [`VforkStack::MIN`] bytes, and is consumed by the one child that runs on it,
+/// so two children can never share it.
+#[derive(Debug)]
+pub(crate) struct VforkStack<'a> {
+    top: *mut u8,
+    _memory: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> VforkStack<'a> {
+    /// The smallest stack accepted: the child's frames before its execve.
+    pub(crate) const MIN: usize = 16 * 1024;
+
+    /// `None` when `memory` is smaller than [`VforkStack::MIN`].
+    pub(crate) fn new(memory: &'a mut [u8]) -> Option<Self> {
+        let top = memory.as_mut_ptr_range().end;
+        (memory.len() >= Self::MIN).then_some(VforkStack {
+            top,
+            _memory: PhantomData,
+        })
+    }
+}
+
+/// Start `child` like vfork(2) on `stack`: it shares our memory until it calls
+/// execve or exits, and we are suspended until then. No copy of the address
+/// space is made (a fork copies page tables and write-protects every private
+/// page, then the child's first writes fault). Through glibc's `clone()`
+/// wrapper, which takes no lock.
 pub(crate) fn c_vfork_on(
     child: &mut dyn FnMut() -> isize,
-    stack_top: usize,
+    stack: VforkStack<'_>,
 ) -> CResult<libc::pid_t> {
     extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
         // SAFETY: data is the &mut dyn FnMut on the suspended parent's stack, which
@@ -447,14 +502,17 @@ pub(crate) fn c_vfork_on(
         libc::c_int::try_from(code).unwrap_or(1)
     }
     let mut data: &mut dyn FnMut() -> isize = child;
-    let aligned = stack_top - stack_top % 16;
-    // SAFETY: `stack_top` is the end of a region the caller reserved for this
-    // child alone and keeps until the child has exec'd or exited (CLONE_VFORK
-    // suspends us until then); glibc's clone() runs `trampoline` on it.
+    let top = stack.top as usize;
+    let aligned = stack.top.wrapping_sub(top % 16);
+    // SAFETY: `stack` is memory borrowed exclusively for this child alone, at
+    // least `VforkStack::MIN` bytes, consumed here so no other child can run on
+    // it; it outlives the child's use of it, because CLONE_VFORK suspends us
+    // until the child has exec'd or exited. glibc's clone() runs `trampoline` on
+    // it; `data` and the closure it points to stay borrowed by this call.
     let pid = unsafe {
         libc::clone(
             trampoline,
-            aligned as *mut libc::c_void,
+            aligned.cast(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&raw mut data).cast(),
         )
@@ -532,5 +590,45 @@ pub(crate) fn c_pwrite0(fd: RawFd, bytes: &[u8]) -> CResult {
         Ok(())
     } else {
         Err(libc::EIO)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn clone_wrappers_take_namespace_flags_only() {
+        let mut stack = vec![0u8; 64 * 1024];
+        // CLONE_PTRACE is harmless to try; CLONE_VM would share our memory.
+        for flag in [libc::CLONE_PTRACE, libc::CLONE_VM, libc::CLONE_THREAD] {
+            let mut child = || 0isize;
+            let e = clone_child(&mut child, &mut stack, flag).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{flag:#x}");
+            let e = clone_fork(u64::try_from(flag).unwrap(), None).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{flag:#x}");
+        }
+        let mut child = || 0isize;
+        let e = clone_child(&mut child, &mut stack[..1024], 0).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_vfork_stack_has_room() {
+        assert!(VforkStack::new(&mut [0u8; 1024]).is_none());
+        let mut mem = vec![0u8; VforkStack::MIN];
+        let end = mem.as_mut_ptr_range().end;
+        assert_eq!(VforkStack::new(&mut mem).unwrap().top, end);
+    }
+
+    #[test]
+    fn an_argv_ends_with_null() {
+        let strings = [CString::new("a").unwrap(), CString::new("b").unwrap()];
+        let argv = CStrArray::new(&strings);
+        assert_eq!(argv.ptrs.len(), 3);
+        assert_eq!(argv.ptrs[0], strings[0].as_ptr());
+        assert!(argv.ptrs[2].is_null());
+        assert!(CStrArray::new(&[]).ptrs == [std::ptr::null()]);
     }
 }
