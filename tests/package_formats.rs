@@ -260,3 +260,52 @@ fn package_check_prints_the_refusal() {
         "{err}"
     );
 }
+
+#[test]
+fn problem_yaml_keys_judged_or_refused_never_silently_ignored() {
+    // 2025-09 `constants`: refused naming the key (no `{{name}}` substitution).
+    let dir = package("problem_format_version: 2025-09\nname: x\nconstants:\n  tol: 1e-6\n");
+    let err = refused(dir.path());
+    assert!(
+        err.contains("problem.yaml") && err.contains("`constants`"),
+        "{err}"
+    );
+    // An empty `constants` map changes nothing.
+    let dir = package("problem_format_version: 2025-09\nname: x\nconstants: {}\n");
+    package::parse(dir.path()).unwrap();
+    // `languages` as a list and `allow_file_writing: false` are warned about.
+    let dir = package(
+        "problem_format_version: 2023-07-draft\nname: x\nlanguages: [cpp]\nallow_file_writing: false\n",
+    );
+    let problem = package::parse(dir.path()).unwrap();
+    for key in ["`languages`", "`allow_file_writing: false`"] {
+        assert!(
+            problem.warnings.iter().any(|w| w.contains(key)),
+            "{key}: {:?}",
+            problem.warnings
+        );
+    }
+    let dir = package("problem_format_version: 2023-07-draft\nname: x\nlanguages: all\n");
+    assert!(package::parse(dir.path()).unwrap().warnings.is_empty());
+    // 2023-07 `limits.time_resolution` is read for verify's computed time limit.
+    let dir = package(
+        "problem_format_version: 2023-07-draft\nname: x\nlimits:\n  time_resolution: 0.5\n  time_multipliers:\n    ac_to_time_limit: 3\n",
+    );
+    let problem = package::parse(dir.path()).unwrap();
+    assert_eq!(problem.limits.time_resolution, Some(0.5));
+    assert_eq!(problem.ac_to_time_limit(), 3.0);
+    assert!(problem.warnings.is_empty(), "{:?}", problem.warnings);
+    // A legacy package's `limits.time_limit` (2023-07's key, refused by
+    // problemtools there) is honoured with a warning.
+    let dir = package("name: x\nlimits:\n  time_limit: 3\n");
+    let problem = package::parse(dir.path()).unwrap();
+    assert_eq!(problem.limits.time_limit, Some(3.0));
+    assert!(
+        problem
+            .warnings
+            .iter()
+            .any(|w| w.contains("`limits.time_limit`")),
+        "{:?}",
+        problem.warnings
+    );
+}

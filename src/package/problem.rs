@@ -47,6 +47,9 @@ pub struct ProblemLimits {
     /// `limits.time_multipliers.ac_to_time_limit`, legacy `limits.time_multiplier`,
     /// when given. [`Problem::ac_to_time_limit`] applies the format's default.
     pub ac_to_time_limit: Option<f64>,
+    /// 2023-07 `limits.time_resolution` (seconds): a computed time limit is
+    /// rounded up to a multiple of it. `None`: 1 s.
+    pub time_resolution: Option<f64>,
 }
 
 impl Default for ProblemLimits {
@@ -61,6 +64,7 @@ impl Default for ProblemLimits {
             validation_time: None,
             validation_memory_mib: None,
             ac_to_time_limit: None,
+            time_resolution: None,
         }
     }
 }

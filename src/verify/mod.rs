@@ -174,10 +174,13 @@ impl std::fmt::Display for TimeLimit {
 }
 
 /// problemtools' rule with the contract's rounding: `slowest × multiplier`
-/// rounded up to a whole second, at least 1 s.
-pub fn computed_time_limit(slowest: f64, multiplier: f64) -> f64 {
+/// rounded up to a whole second, at least 1 s; with a 2023-07
+/// `limits.time_resolution` R, rounded up to a multiple of R, at least R (as
+/// problemtools computes it: `max(1, ceil(t / R)) × R`).
+pub fn computed_time_limit(slowest: f64, multiplier: f64, resolution: Option<f64>) -> f64 {
+    let res = resolution.filter(|r| *r > 0.0).unwrap_or(1.0);
     // A hair of slack so 0.5 s × 2 is 1 s, not 2 s from float noise.
-    (slowest * multiplier - 1e-9).ceil().max(1.0)
+    (slowest * multiplier / res - 1e-9).ceil().max(1.0) * res
 }
 
 /// Everything verified.
@@ -304,7 +307,7 @@ fn compute(problem: &Problem, rows: &[Row], accepted: &[usize]) -> TimeLimit {
         Some((slowest, row)) => {
             let multiplier = problem.ac_to_time_limit();
             TimeLimit {
-                seconds: computed_time_limit(slowest, multiplier),
+                seconds: computed_time_limit(slowest, multiplier, problem.limits.time_resolution),
                 source: TimeLimitSource::Computed {
                     slowest,
                     submission: row.label.clone(),
@@ -325,10 +328,15 @@ mod tests {
 
     #[test]
     fn computed_limits_round_up_to_a_whole_second() {
-        assert_eq!(computed_time_limit(0.012, 5.0), 1.0);
-        assert_eq!(computed_time_limit(0.5, 2.0), 1.0);
-        assert_eq!(computed_time_limit(0.51, 2.0), 2.0);
-        assert_eq!(computed_time_limit(0.3, 5.0), 2.0);
-        assert_eq!(computed_time_limit(0.0, 2.0), 1.0);
+        assert_eq!(computed_time_limit(0.012, 5.0, None), 1.0);
+        assert_eq!(computed_time_limit(0.5, 2.0, None), 1.0);
+        assert_eq!(computed_time_limit(0.51, 2.0, None), 2.0);
+        assert_eq!(computed_time_limit(0.3, 5.0, None), 2.0);
+        assert_eq!(computed_time_limit(0.0, 2.0, None), 1.0);
+        // 2023-07 `limits.time_resolution`.
+        assert_eq!(computed_time_limit(0.3, 2.0, Some(0.5)), 1.0);
+        assert_eq!(computed_time_limit(0.1, 2.0, Some(0.5)), 0.5);
+        assert_eq!(computed_time_limit(1.3, 2.0, Some(2.0)), 4.0);
+        assert_eq!(computed_time_limit(0.0, 2.0, Some(0.25)), 0.25);
     }
 }

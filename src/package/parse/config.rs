@@ -79,6 +79,7 @@ pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, Package
         .collect();
     let format = format_version(&doc)?;
     let (kind, mut interactive) = problem_type(&doc)?;
+    unenforced_keys(&doc, &mut warnings)?;
     let version = doc.string("problem_format_version")?;
     if kind == ProblemKind::Scoring && version.as_deref().is_some_and(|v| v.starts_with("2025-09"))
     {
@@ -136,6 +137,39 @@ fn format_version(doc: &Doc<'_>) -> Result<FormatVersion, PackageError> {
             ),
         )),
     }
+}
+
+/// 2023-07/2025-09 keys that change nothing here: refused when ignoring them
+/// would judge wrongly, warned about when it only makes the judge more lenient.
+fn unenforced_keys(doc: &Doc<'_>, warnings: &mut Vec<String>) -> Result<(), PackageError> {
+    // 2025-09 `constants` are substituted for `{{name}}` in problem.yaml, the test
+    // group files, validators and statements; without the substitution a
+    // validator argument or an include would be judged as the literal text.
+    match doc.get("constants") {
+        None | Some(Value::Null) => {}
+        Some(Value::Mapping(map)) if map.is_empty() => {}
+        Some(_) => {
+            return Err(PackageError::invalid(
+                doc.path,
+                "`constants` is not supported (their `{{name}}` substitution is not done)",
+            ));
+        }
+    }
+    match doc.get("languages") {
+        None | Some(Value::Null) => {}
+        Some(v) if scalar_string(v).as_deref() == Some("all") => {}
+        Some(_) => warnings.push(format!(
+            "{}: `languages` is not enforced: a submission in any configured language is judged",
+            doc.path.display()
+        )),
+    }
+    if matches!(doc.get("allow_file_writing"), Some(Value::Bool(false))) {
+        warnings.push(format!(
+            "{}: `allow_file_writing: false` is not enforced: a submission may write in its working directory",
+            doc.path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `type`: one string or a list; `pass-fail` unless `scoring` is named.
@@ -275,6 +309,13 @@ fn limits(
         Ok(sub.positive(key)?.map(|v| v.ceil() as u64))
     };
     limits.time_limit = sub.positive("time_limit")?;
+    if format == FormatVersion::Legacy && limits.time_limit.is_some() {
+        warnings.push(format!(
+            "{}: `limits.time_limit` is a 2023-07 key (problemtools refuses it in a legacy \
+             package, whose time limit is `.timelimit`); honoured anyway",
+            doc.path.display()
+        ));
+    }
     warn_limits(doc.path, map, warnings);
     if let Some(memory) = mib("memory")? {
         limits.memory_mib = memory;
@@ -299,6 +340,10 @@ fn limits(
             None => None,
         },
     };
+    // problemtools reads it in 2023-07 packages only (legacy has no such key).
+    if format == FormatVersion::V2023_07 {
+        limits.time_resolution = sub.positive("time_resolution")?;
+    }
     Ok(limits)
 }
 
