@@ -4,6 +4,12 @@
 //! sandbox run of the same program with the same stdio, limits and mounts.
 //! Runs A (judge) and B (bare) interleaved, several rounds; prints medians.
 //!
+//! Then the ratio of issue 13: the judge end to end (compile included) against
+//! a bare, unsandboxed judge loop over the same tests (fork+exec of the same
+//! static binary per test, stdin from the test's file, stdout through a pipe,
+//! compared token by token with the answer, as `judge-throughput.py` does in
+//! Python), interleaved, quiet and with a busy loop on every CPU.
+//!
 //!     cargo bench --bench judge            (as root; JUDGE_BENCH_TESTS, JUDGE_BENCH_ROUNDS)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,6 +20,9 @@ use judge_runner::judge::{
     Judge, JudgeConfig, LanguageTable, Options, SourceFile, Submission, Verdict,
 };
 use judge_runner::{package, sandbox};
+
+#[path = "common/load.rs"]
+mod load;
 
 const SOLUTION: &str = "#include <stdio.h>\nint main(void){long a,b; if(scanf(\"%ld %ld\",&a,&b)!=2) return 1; printf(\"%ld\\n\",a+b); return 0;}\n";
 
@@ -100,6 +109,70 @@ fn bare_runs(slot: &mut sandbox::Slot, work: &Path, problem_dir: &Path, runs: us
     start.elapsed().as_secs_f64() / runs as f64
 }
 
+/// The bare unsandboxed judge loop: per test, fork+exec the binary with the
+/// test's input on stdin and its stdout through a pipe, compare the output's
+/// whitespace-separated tokens with the answer's. Seconds for all tests.
+fn bare_loop(binary: &Path, problem_dir: &Path, tests: usize) -> f64 {
+    let secret = problem_dir.join("data/secret");
+    let start = Instant::now();
+    for i in 0..tests {
+        let input = std::fs::File::open(secret.join(format!("t{i:05}.in"))).unwrap();
+        let out = std::process::Command::new(binary)
+            .stdin(input)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let answer = std::fs::read(secret.join(format!("t{i:05}.ans"))).unwrap();
+        let tokens = |b: &[u8]| {
+            b.split(u8::is_ascii_whitespace)
+                .filter(|t| !t.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            out.status.success() && tokens(&out.stdout) == tokens(&answer),
+            "bare loop: wrong answer on test {i}"
+        );
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// Judge end to end against the bare loop, interleaved, quiet then loaded;
+/// returns the worse ratio.
+fn against_bare_loop(
+    judge: &Judge,
+    problem: &package::Problem,
+    binary: &Path,
+    problem_dir: &Path,
+    tests: usize,
+    rounds: usize,
+) -> f64 {
+    let mut worst: f64 = 0.0;
+    for loaded in [false, true] {
+        let load = loaded.then(|| load::Load::start(None));
+        let (mut judged, mut bare) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            bare.push(bare_loop(binary, problem_dir, tests));
+            judged.push(judge_once(judge, problem, tests).0);
+        }
+        let condition = match &load {
+            Some(l) => format!("loaded ({} busy loops)", l.cpus()),
+            None => "quiet".to_string(),
+        };
+        drop(load);
+        let (j, b) = (median(judged), median(bare));
+        let ratio = j / b;
+        worst = worst.max(ratio);
+        println!(
+            "{condition}: {tests} tests, bare unsandboxed loop {b:.2} s ({:.0} tests/s), judge {j:.2} s ({:.0} tests/s, compile included); ratio {ratio:.2}",
+            tests as f64 / b,
+            tests as f64 / j
+        );
+    }
+    println!("judge / bare unsandboxed loop, worse of quiet and loaded: {worst:.2} (goal <= 1.5)");
+    worst
+}
+
 fn main() {
     let tests = env_usize("JUDGE_BENCH_TESTS", 1000);
     let rounds = env_usize("JUDGE_BENCH_ROUNDS", 3);
@@ -155,6 +228,17 @@ fn main() {
         bare * 1e3,
         (walk - bare) * 1e3,
         walk / bare
+    );
+    println!(
+        "\njudge end to end against a bare unsandboxed judge loop, {rounds} rounds each, interleaved:"
+    );
+    against_bare_loop(
+        &judge,
+        &problem,
+        &work.path().join("program/program"),
+        problem_dir.path(),
+        tests,
+        rounds,
     );
     drop(judge);
     slot.close().unwrap();

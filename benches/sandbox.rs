@@ -6,9 +6,16 @@
 //! CPU time is that of every process a run costs (the benchmark, a slot's
 //! launcher, init, the program), read from a cgroup the whole benchmark runs in.
 //!
+//! The per-run overhead runs twice: quiet, then "loaded", with a busy loop on
+//! every CPU beside it (moved out of the benchmark's cgroup, so CPU per run
+//! stays that of the runs). The one-call CLI variants (`judge-runner sandbox`
+//! with the built-in policy build.rs compiled, the same policy as a file that
+//! the call compiles, `--seccomp none`, and `judge-runner --version` for the
+//! binary's start-up alone) say where a one-shot call's time goes.
+//!
 //! Environment: BENCH_RUNS (default 500), BENCH_LOOP_RUNS (default 20).
-//! Arguments: `--cpu-only`, `--overhead-only`, `--profile-slot` (back-to-back
-//! slot runs only, for `perf record`).
+//! Arguments: `--cpu-only`, `--overhead-only`, `--quiet-only`, `--loaded-only`,
+//! `--profile-slot` (back-to-back slot runs only, for `perf record`).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -23,6 +30,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use judge_runner::sandbox::{self, Plan, Slot, Status};
+
+#[path = "common/load.rs"]
+mod load;
+
+/// The binary under test, built by cargo for this benchmark.
+const JUDGE_RUNNER: &str = env!("CARGO_BIN_EXE_judge-runner");
 
 /// CPU time of everything a run costs: this process, the slot's launcher, init
 /// and the program. A slot's launcher is not this process's child once it has
@@ -127,13 +140,60 @@ fn limited(plan: Plan) -> Plan {
         .cpu_time(Duration::from_secs(2))
 }
 
-fn overhead(meter: &Meter, parent: &str) {
+/// The `cgroup.procs` a busy loop moves to, outside the benchmark's cgroup.
+fn outside_procs() -> std::path::PathBuf {
+    if sandbox::cgroup_version().unwrap() == "v2" {
+        Path::new("/sys/fs/cgroup/cgroup.procs").to_path_buf()
+    } else {
+        Path::new("/sys/fs/cgroup/cpuacct/cgroup.procs").to_path_buf()
+    }
+}
+
+/// One `judge-runner` process; `args` after the binary.
+fn cli(args: &[&str]) {
+    let st = Command::new(JUDGE_RUNNER)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "judge-runner {args:?}: {st}");
+}
+
+fn overhead(meter: &Meter, parent: &str, loaded: bool) {
     let runs = env_num("BENCH_RUNS", 500);
+    let load = loaded.then(|| load::Load::start(Some(&outside_procs())));
     let mut slot = Slot::new(1, parent, None).unwrap();
     let plan = limited(Plan::new("/bin/true"));
     let one_shot = limited(Plan::new("/bin/true"))
         .box_id(2)
         .cgroup_parent(parent);
+    let policy_file = concat!(env!("CARGO_MANIFEST_DIR"), "/seccomp/default.json");
+    let cli_args = |seccomp: Option<&'static str>| {
+        let mut a = vec![
+            "sandbox",
+            "--box-id",
+            "6",
+            "--cgroup-parent",
+            parent,
+            "--memory",
+            "256M",
+            "--processes",
+            "16",
+            "--time",
+            "2",
+            "--report",
+            "-",
+        ];
+        if let Some(policy) = seccomp {
+            a.extend(["--seccomp", policy]);
+        }
+        a.extend(["--", "/bin/true"]);
+        a
+    };
+    let with_policy = cli_args(None);
+    let compiling = cli_args(Some(policy_file));
+    let without_policy = cli_args(Some("none"));
     let mut variants: Vec<Variant> = vec![
         (
             "plain fork+exec",
@@ -146,6 +206,13 @@ fn overhead(meter: &Meter, parent: &str) {
         (
             "sandbox::run (one-shot)",
             Box::new(|| assert_eq!(sandbox::run(&one_shot).unwrap().status, Status::Ok)),
+        ),
+        ("CLI judge-runner sandbox", Box::new(|| cli(&with_policy))),
+        ("CLI, policy JSON compiled", Box::new(|| cli(&compiling))),
+        ("CLI --seccomp none", Box::new(|| cli(&without_policy))),
+        (
+            "CLI judge-runner --version",
+            Box::new(|| cli(&["--version"])),
         ),
     ];
     for (_, f) in variants.iter_mut() {
@@ -163,18 +230,22 @@ fn overhead(meter: &Meter, parent: &str) {
         }
     }
     let base = pct(&mut walls[0].clone(), 0.5);
+    let condition = match &load {
+        Some(l) => format!("LOADED: a busy loop on each of {} CPUs beside it", l.cpus()),
+        None => "quiet".to_string(),
+    };
     println!(
-        "per-run cost of /bin/true, {runs} runs each, interleaved (memory 256M, processes 16, time 2 s):"
+        "\nper-run cost of /bin/true, {runs} runs each, interleaved (memory 256M, processes 16, time 2 s), {condition}:"
     );
     println!(
-        "{:<26} {:>10} {:>10} {:>12} {:>10}",
+        "{:<28} {:>10} {:>10} {:>12} {:>10}",
         "variant", "wall p50", "wall p90", "CPU p50", "ratio p50"
     );
     for (i, (name, _)) in variants.iter().enumerate() {
         let (w50, w90) = (pct(&mut walls[i], 0.5), pct(&mut walls[i], 0.9));
         let c50 = pct(&mut cpus[i], 0.5);
         println!(
-            "{name:<26} {:>8.3}ms {:>8.3}ms {:>10.3}ms {:>9.2}x",
+            "{name:<28} {:>8.3}ms {:>8.3}ms {:>10.3}ms {:>9.2}x",
             ms(w50),
             ms(w90),
             ms(c50),
@@ -183,6 +254,7 @@ fn overhead(meter: &Meter, parent: &str) {
     }
     drop(variants);
     slot.close().unwrap();
+    drop(load);
 }
 
 /// Back-to-back runs through one slot, as a judge runs a test set: runs per
@@ -311,12 +383,18 @@ fn main() {
         profile_slot(&parent);
     } else if arg("--cpu-only") {
         cpu_accuracy(&meter, &parent);
+    } else if arg("--quiet-only") {
+        overhead(&meter, &parent, false);
+    } else if arg("--loaded-only") {
+        overhead(&meter, &parent, true);
     } else if arg("--overhead-only") {
         // e.g. in the cgroup-v2 VM, which has no gcc for the loop program
-        overhead(&meter, &parent);
+        overhead(&meter, &parent, false);
+        overhead(&meter, &parent, true);
         throughput(&parent);
     } else {
-        overhead(&meter, &parent);
+        overhead(&meter, &parent, false);
+        overhead(&meter, &parent, true);
         throughput(&parent);
         cpu_accuracy(&meter, &parent);
     }
