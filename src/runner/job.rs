@@ -390,11 +390,17 @@ async fn report(
             .await;
         }
     };
-    let details = serde_json::to_vec(&outcome.details).unwrap_or_else(|_| b"[]".to_vec());
-    let attachments = [
-        ("details", details),
-        ("log", outcome.compile_log.clone().into_bytes()),
-    ];
+    // A details list that does not serialise is left out (and logged), never
+    // replaced by `[]`, which would claim the job had no tests.
+    let details = json_attachment(&outcome.details)
+        .map_err(|e| {
+            tracing::error!(work = %work.work, error = %e, "details do not serialise; not attached");
+        })
+        .ok();
+    let attachments = details
+        .map(|d| ("details", d))
+        .into_iter()
+        .chain([("log", outcome.compile_log.clone().into_bytes())]);
     for (name, bytes) in attachments {
         let attached = Client::until_answered(name, give_up, backoff, || {
             client.put_file(job, &work.token, name, bytes.clone())
@@ -460,4 +466,32 @@ fn trial_timings(outcome: &Outcome) -> Vec<Timing> {
             memory_bytes: t.memory_bytes,
         })
         .collect()
+}
+
+/// An attachment's JSON bytes, or why `value` does not serialise.
+fn json_attachment<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(value)
+}
+
+#[cfg(test)]
+mod attachment_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::json_attachment;
+
+    /// A value whose serialisation fails, as a details list with a map keyed by
+    /// something other than a string would.
+    struct Unserialisable;
+
+    impl serde::Serialize for Unserialisable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("not serialisable"))
+        }
+    }
+
+    #[test]
+    fn a_failing_serialisation_is_an_error_not_an_empty_list() {
+        assert!(json_attachment(&Unserialisable).is_err());
+        assert!(json_attachment(&[Unserialisable]).is_err());
+        assert_eq!(json_attachment(&Vec::<u8>::new()).unwrap(), b"[]");
+    }
 }
