@@ -294,7 +294,9 @@ fn a_tiny_program_reports_memory_a_big_one_its_allocation() {
             "slot {via_slot}: {tiny:?}"
         );
         assert!(
-            big.memory_bytes >= 100 * MIB && big.memory_bytes <= 100 * MIB + MIB,
+            // The cgroup's figure, within a MiB either way (charges served from
+            // a per-CPU stock taken before the reset can make it read under).
+            big.memory_bytes >= 99 * MIB && big.memory_bytes <= 101 * MIB,
             "slot {via_slot}: {big:?}"
         );
     }
