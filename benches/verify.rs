@@ -47,6 +47,8 @@ const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/problems")
 /// the other benchmarks' (700s).
 const FIRST_BOX: u32 = 820;
 const JUDGE_BOX: u32 = 830;
+/// The PATH a sandboxed program gets (contract §1).
+const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
@@ -239,6 +241,10 @@ fn run_problemtools(pkg: &Package, verifyproblem: &Path, xdg: Option<&Path>) -> 
     if let Some(xdg) = xdg {
         cmd.env("XDG_CONFIG_HOME", xdg);
     }
+    // The PATH our sandbox gives a submission (so `python3` is the same
+    // interpreter, not a version manager's shim), after verifyproblem's own bin.
+    let bin = verifyproblem.parent().unwrap_or(Path::new("/"));
+    cmd.env("PATH", format!("{}:{SANDBOX_PATH}", bin.display()));
     let start = Instant::now();
     let out = cmd.output().unwrap();
     let seconds = start.elapsed().as_secs_f64();
@@ -456,6 +462,7 @@ fn main() {
                             run_problemtools(pkg, verifyproblem.as_deref().unwrap(), xdg.as_deref())
                         }
                     };
+                    println!("   round {round}: {} {:.2} s", v.name(), run.seconds);
                     line.push(format!("{} {:.2} s", v.name(), run.seconds));
                     if let Some(note) = &run.note {
                         println!("   note, round {round}, {}: {note}", v.name());
