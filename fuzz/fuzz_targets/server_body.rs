@@ -90,7 +90,15 @@ async fn call(
 fn server() -> &'static Server {
     static S: OnceLock<Server> = OnceLock::new();
     S.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("tempdir");
+        // Statics are never dropped and libFuzzer ends with exit(): a temporary
+        // directory would be left in /tmp by every run. One fixed directory in
+        // the fuzz crate's own (ignored) target/ instead, emptied at start.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(format!("server_body-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("state dir");
+        let dir = tempfile::TempDir::with_prefix_in("run-", &dir).expect("tempdir");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
