@@ -178,6 +178,47 @@ fn judge_with_cpp_compile_limit(seconds: u32) -> Judge {
     Judge::new(config)
 }
 
+/// The built-in table with C++'s compile limited to one process: g++ cannot
+/// start `cc1plus`, so every C++ compile under it fails.
+fn judge_with_one_process_cpp_compiles() -> Judge {
+    let table = judge_runner::judge::language::BUILTIN_LANGUAGES.replace(
+        "compile_limits: {time: 30, wall: 30, memory: 2048, processes: 32}\n  run_processes: 16\n\npython3",
+        "compile_limits: {time: 30, wall: 30, memory: 2048, processes: 1}\n  run_processes: 16\n\npython3",
+    );
+    assert_ne!(table, judge_runner::judge::language::BUILTIN_LANGUAGES);
+    let mut config = judge_common::judge().config().clone();
+    config.languages = LanguageTable::from_yaml(&table).unwrap();
+    Judge::new(config)
+}
+
+/// An output validator is compiled with its language's compile limits from the
+/// table, like a submission (it once had fixed limits of its own): with C++
+/// compiles limited to one process, a C++ validator does not compile, and the
+/// package is invalid (not a verdict).
+#[test]
+fn a_validator_is_compiled_with_the_language_tables_limits() {
+    let _serial = judge_common::serial();
+    let dir = problem("name: checked\nvalidation: custom\n", "1\n", "1\n");
+    write(
+        dir.path(),
+        "output_validators/check/check.cpp",
+        "int main() { return 42; }\n",
+    );
+    let ok = judge_common::source("python3", "ok.py", "print(1)\n");
+    // The same package under the built-in table: the validator compiles.
+    let out = judge(dir.path(), &ok).unwrap();
+    assert_eq!(out.verdict, Verdict::Accepted, "{:?}", out.details);
+    let dir = problem("name: checked\nvalidation: custom\n", "1\n", "1\n");
+    write(
+        dir.path(),
+        "output_validators/check/check.cpp",
+        "int main() { return 42; }\n",
+    );
+    let err = judge_with(&judge_with_one_process_cpp_compiles(), dir.path(), &ok).unwrap_err();
+    assert_eq!(err.reason(), "package.invalid", "{err}");
+    assert!(err.to_string().contains("does not compile"), "{err}");
+}
+
 /// A million `1=1;` errors, each with its macro expansion notes: g++ writes
 /// about 10 MB/s of diagnostics, for minutes.
 const COMPILER_FLOOD: &str = "#define X1 1=1;

@@ -112,12 +112,12 @@ pub(crate) struct Slot {
     validator_box: Mutex<Option<sandbox::Slot>>,
 }
 
-fn sandbox_error(what: &str, e: &SandboxError) -> JudgeError {
+fn sandbox_error(what: &str, e: SandboxError) -> JudgeError {
     match e {
         SandboxError::Cancelled => JudgeError::Cancelled,
-        other => JudgeError::Sandbox {
+        source => JudgeError::Sandbox {
             what: what.to_string(),
-            message: other.to_string(),
+            source,
         },
     }
 }
@@ -133,7 +133,7 @@ fn box_report(what: &str, report: sandbox::Report) -> Result<BoxReport, JudgeErr
         sandbox::Status::MemoryLimit => BoxStatus::MemoryLimit,
         sandbox::Status::OutputLimit => BoxStatus::OutputLimit,
         sandbox::Status::SandboxError => {
-            return Err(JudgeError::Sandbox {
+            return Err(JudgeError::RunFailed {
                 what: what.to_string(),
                 message: report.message,
             });
@@ -203,18 +203,18 @@ impl Slot {
         let mut guard = cell.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             let slot = sandbox::Slot::new(box_id, &self.cgroup_parent, self.cpu)
-                .map_err(|e| sandbox_error(what, &e))?;
+                .map_err(|e| sandbox_error(what, e))?;
             *guard = Some(slot);
         }
         let Some(slot) = guard.as_mut() else {
-            return Err(JudgeError::Sandbox {
+            return Err(JudgeError::RunFailed {
                 what: what.to_string(),
                 message: "no sandbox slot".to_string(),
             });
         };
         let result = slot.run(&plan);
         let ended = Instant::now();
-        let report = result.map_err(|e| sandbox_error(what, &e))?;
+        let report = result.map_err(|e| sandbox_error(what, e))?;
         Ok((box_report(what, report)?, ended))
     }
 

@@ -57,7 +57,7 @@ pub(crate) struct Capture {
 }
 
 fn pipe_error(e: impl std::fmt::Display) -> JudgeError {
-    JudgeError::Sandbox {
+    JudgeError::RunFailed {
         what: "creating an output pipe".to_string(),
         message: e.to_string(),
     }
@@ -105,11 +105,11 @@ impl Capture {
     pub fn finish(self) -> Result<Captured, JudgeError> {
         match self.done.recv_timeout(DRAIN_GRACE) {
             Ok(Ok(captured)) => Ok(captured),
-            Ok(Err(e)) => Err(JudgeError::Sandbox {
+            Ok(Err(e)) => Err(JudgeError::RunFailed {
                 what: "reading a program's output pipe".to_string(),
                 message: e.to_string(),
             }),
-            Err(_) => Err(JudgeError::Sandbox {
+            Err(_) => Err(JudgeError::RunFailed {
                 what: "reading a program's output pipe".to_string(),
                 message: format!(
                     "no end of file {}s after the run ended: a process outside the run holds its write end",

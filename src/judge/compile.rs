@@ -111,7 +111,27 @@ pub(crate) fn compile(
                 toolchain.dir.clone(),
             );
             let argv = language::expand(template, &vars);
-            match run_compiler(slot, &dir, language, argv, &toolchain_binds, problem)? {
+            let limits = &language.compile_limits;
+            // A package's `limits.compilation_time` is both limits, like the table's.
+            let (time, wall) = match problem.limits.compilation_time {
+                Some(t) => (t, t),
+                None => (limits.time, limits.effective_wall()),
+            };
+            let build = Build {
+                what: "compiling the submission",
+                dir: &dir,
+                argv,
+                binds: &toolchain_binds,
+                env: &language.env,
+                time,
+                wall,
+                memory_mib: problem
+                    .limits
+                    .compilation_memory_mib
+                    .unwrap_or(limits.memory),
+                processes: limits.processes,
+            };
+            match build_in_box(slot, build)? {
                 Ok(log) => log,
                 Err(log) => return Ok(Compiled::Failed { log }),
             }
@@ -180,39 +200,55 @@ fn add_includes(
 /// initialised static array compiles).
 const COMPILE_FILE_MAX: u64 = 2 << 30;
 
+/// One sandboxed build: a submission's compile, or an output validator's
+/// compile or `build` script, with the limits its caller chose (the language
+/// table's, a package's `limits.compilation_*`, or the build script's own).
+pub(crate) struct Build<'a> {
+    /// What the run is, for errors ("compiling the submission").
+    pub what: &'a str,
+    /// Mounted at `/box`, writable: the sources in, the program out.
+    pub dir: &'a Path,
+    pub argv: Vec<String>,
+    pub binds: &'a [Bind],
+    pub env: &'a [(String, String)],
+    /// CPU seconds.
+    pub time: f64,
+    /// Wall seconds.
+    pub wall: f64,
+    pub memory_mib: u64,
+    pub processes: u32,
+}
+
 /// Runs the compile command; `Ok(Err(log))` is a compilation error. Its stdout
 /// and stderr share one pipe (their order kept, as on a terminal), of which the
 /// first 64 KiB become the log; the rest is read and discarded, so a compiler
 /// flooding its output runs into its time limit, not an output limit.
-fn run_compiler(
+pub(crate) fn build_in_box(
     slot: &Slot,
-    dir: &Path,
-    language: &Language,
-    argv: Vec<String>,
-    binds: &[Bind],
-    problem: &Problem,
+    build: Build<'_>,
 ) -> Result<Result<String, String>, JudgeError> {
-    let limits = &language.compile_limits;
-    // A package's `limits.compilation_time` is both limits, like the table's.
-    let (time, wall) = match problem.limits.compilation_time {
-        Some(t) => (t, t),
-        None => (limits.time, limits.effective_wall()),
-    };
-    let memory = problem
-        .limits
-        .compilation_memory_mib
-        .unwrap_or(limits.memory);
+    let Build {
+        what,
+        dir,
+        argv,
+        binds,
+        env,
+        time,
+        wall,
+        memory_mib: memory,
+        processes,
+    } = build;
     let (mut ends, capture) = capture::start(2)?;
     let stderr = ends.pop().unwrap_or(Stream::Null);
     let stdout = ends.pop().unwrap_or(Stream::Null);
-    let mut env = language.env.clone();
+    let mut env = env.to_vec();
     // Temporary files (gcc's object files) in the box, on disk: the 64 MiB
     // `/tmp` of a sandbox cannot hold a large program's.
     if !env.iter().any(|(k, _)| k == "TMPDIR") {
         env.push(("TMPDIR".to_string(), "/box".to_string()));
     }
     let report = slot.run(
-        "compiling the submission",
+        what,
         BoxRun {
             argv,
             box_dir: dir,
@@ -225,7 +261,7 @@ fn run_compiler(
                 time,
                 wall,
                 memory_bytes: memory * MIB,
-                processes: limits.processes,
+                processes,
                 output_bytes: COMPILE_FILE_MAX,
             },
             env,

@@ -26,9 +26,20 @@ pub enum JudgeError {
     #[error("language {language:?} is not available on this host: {why}")]
     LanguageUnavailable { language: String, why: String },
 
-    /// The sandbox itself failed while running `what` (not the program in it).
+    /// The sandbox itself failed while running `what` (not the program in it);
+    /// its typed error is kept as the source.
+    #[error("sandbox failed while {what}: {source}")]
+    Sandbox {
+        what: String,
+        #[source]
+        source: crate::sandbox::SandboxError,
+    },
+
+    /// The judge's plumbing around a sandboxed run failed (a pipe, a capture
+    /// thread, a run the sandbox reported as `sandbox_error`): as much an
+    /// infrastructure failure as [`JudgeError::Sandbox`], without a typed source.
     #[error("sandbox failed while {what}: {message}")]
-    Sandbox { what: String, message: String },
+    RunFailed { what: String, message: String },
 
     /// The output validator crashed, broke a limit, or answered something other
     /// than 42/43 (or wrote an unreadable `score.txt`).
@@ -54,7 +65,9 @@ impl JudgeError {
         match self {
             JudgeError::PackageInvalid { .. } => reason::PACKAGE_INVALID,
             JudgeError::LanguageUnavailable { .. } => reason::LANGUAGE_UNAVAILABLE,
-            JudgeError::Sandbox { .. } | JudgeError::Io { .. } => reason::SANDBOX_FAILED,
+            JudgeError::Sandbox { .. } | JudgeError::RunFailed { .. } | JudgeError::Io { .. } => {
+                reason::SANDBOX_FAILED
+            }
             JudgeError::Validator { .. } => reason::VALIDATOR_FAILED,
             JudgeError::Cancelled => reason::CANCELLED,
         }

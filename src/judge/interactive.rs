@@ -25,10 +25,11 @@ const SIGPIPE: i32 = 13;
 fn pipe() -> Result<(OwnedFd, OwnedFd), JudgeError> {
     // O_CLOEXEC: the other sandbox, forked at the same moment from this
     // process, must not keep a copy of these ends past its exec.
-    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| JudgeError::Sandbox {
-        what: "creating the interactive pipes".to_string(),
-        message: e.to_string(),
-    })?;
+    let (read, write) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| JudgeError::RunFailed {
+            what: "creating the interactive pipes".to_string(),
+            message: e.to_string(),
+        })?;
     // Best effort, as interactive.cc: a smaller pipe only costs speed.
     let _ = fcntl(read.as_fd(), FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
     Ok((read, write))
@@ -116,7 +117,7 @@ pub(crate) fn decide(
 }
 
 fn dup(fd: &OwnedFd) -> Result<OwnedFd, JudgeError> {
-    fd.try_clone().map_err(|e| JudgeError::Sandbox {
+    fd.try_clone().map_err(|e| JudgeError::RunFailed {
         what: "duplicating an interactive pipe end".to_string(),
         message: e.to_string(),
     })
@@ -217,7 +218,7 @@ type Timed = Result<(BoxReport, Instant), JudgeError>;
 
 fn join(handle: std::thread::ScopedJoinHandle<'_, Timed>) -> Timed {
     handle.join().unwrap_or_else(|_| {
-        Err(JudgeError::Sandbox {
+        Err(JudgeError::RunFailed {
             what: "an interactive run".to_string(),
             message: "its thread panicked".to_string(),
         })

@@ -243,7 +243,7 @@ impl Judge {
                 },
             )?;
             if report.status != boxed::BoxStatus::Ok {
-                return Err(JudgeError::Sandbox {
+                return Err(JudgeError::RunFailed {
                     what: WHAT.to_string(),
                     message: format!("/bin/true ended {}", report.status.as_str()),
                 });

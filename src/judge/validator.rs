@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use crate::package::{CustomValidator, OutputValidator, Problem, ProblemKind, TestCase, TestGroup};
 
 use super::boxed::{Bind, BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream};
-use super::compile::read_capped;
+use super::compile::{Build, build_in_box, read_capped};
 use super::error::JudgeError;
-use super::language::{self, LanguageTable, Toolchain, Vars};
+use super::language::{self, CompileLimits, LanguageTable, Toolchain, Vars};
 use super::verdict::Verdict;
 
 /// Where a built validator is mounted.
@@ -192,11 +192,20 @@ fn build(
     let has = |n: &str| names.iter().any(|x| x == n);
     if src_is_dir && (has("build") || has("run")) {
         if has("build") {
-            let argv = script_argv("/box/build", &dir.join("build"));
-            run_build(slot, &dir, argv, &[], &[]).map_err(|e| match e {
-                BuildError::Failed(log) => fail(format!("`build` failed:\n{log}")),
-                BuildError::Judge(e) => e,
-            })?;
+            let build = Build {
+                what: "building the output validator",
+                dir: &dir,
+                argv: script_argv("/box/build", &dir.join("build")),
+                binds: &[],
+                env: &[],
+                time: BUILD_SCRIPT_LIMITS.time,
+                wall: BUILD_SCRIPT_LIMITS.effective_wall(),
+                memory_mib: BUILD_SCRIPT_LIMITS.memory,
+                processes: BUILD_SCRIPT_LIMITS.processes,
+            };
+            if let Err(log) = build_in_box(slot, build)? {
+                return Err(fail(format!("`build` failed:\n{log}")));
+            }
         }
         if !dir.join("run").is_file() {
             return Err(fail(
@@ -227,11 +236,23 @@ fn build(
             language.compile_limits.memory,
             tc.dir.clone(),
         );
-        let argv = language::expand(template, &vars);
-        run_build(slot, &dir, argv, &binds, &language.env).map_err(|e| match e {
-            BuildError::Failed(log) => fail(format!("does not compile:\n{log}")),
-            BuildError::Judge(e) => e,
-        })?;
+        // The language table's compile limits, as for a submission (a
+        // package's `limits.compilation_*` are the submissions').
+        let limits = &language.compile_limits;
+        let build = Build {
+            what: "compiling the output validator",
+            dir: &dir,
+            argv: language::expand(template, &vars),
+            binds: &binds,
+            env: &language.env,
+            time: limits.time,
+            wall: limits.effective_wall(),
+            memory_mib: limits.memory,
+            processes: limits.processes,
+        };
+        if let Err(log) = build_in_box(slot, build)? {
+            return Err(fail(format!("does not compile:\n{log}")));
+        }
     }
     let vars = Vars::for_program(
         VALIDATOR_DIR,
@@ -247,51 +268,14 @@ fn build(
     })
 }
 
-enum BuildError {
-    Failed(String),
-    Judge(JudgeError),
-}
-
-fn run_build(
-    slot: &Slot,
-    dir: &Path,
-    argv: Vec<String>,
-    binds: &[Bind],
-    env: &[(String, String)],
-) -> Result<(), BuildError> {
-    let log_dir = tempfile::tempdir()
-        .map_err(|e| BuildError::Judge(JudgeError::io(std::env::temp_dir(), e)))?;
-    let log = log_dir.path().join("build.log");
-    let report = slot
-        .run(
-            "building the output validator",
-            BoxRun {
-                argv,
-                box_dir: dir,
-                validator_box: false,
-                binds: binds.to_vec(),
-                stdin: Stream::Null,
-                stdout: Stream::Path(log.clone()),
-                stderr: Stream::Path(log_dir.path().join("build.err")),
-                limits: BoxLimits {
-                    time: 60.0,
-                    wall: 180.0,
-                    memory_bytes: 2048 * MIB,
-                    processes: 64,
-                    output_bytes: 256 * MIB,
-                },
-                env: env.to_vec(),
-            },
-        )
-        .map_err(BuildError::Judge)?;
-    if report.status == BoxStatus::Ok {
-        return Ok(());
-    }
-    let mut text = read_capped(&log).map_err(BuildError::Judge)?;
-    text.push_str(&read_capped(&log_dir.path().join("build.err")).map_err(BuildError::Judge)?);
-    text.push_str(&format!("(status {})", report.status.as_str()));
-    Err(BuildError::Failed(text))
-}
+/// A validator's `build` script has no language table entry: its own limits
+/// (a build may fetch nothing, but may compile several programs).
+const BUILD_SCRIPT_LIMITS: CompileLimits = CompileLimits {
+    time: 60.0,
+    wall: Some(180.0),
+    memory: 2048,
+    processes: 64,
+};
 
 /// What the validator said about one test.
 #[derive(Debug, Clone, PartialEq)]

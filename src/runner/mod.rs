@@ -206,7 +206,7 @@ impl Daemon {
         .map_err(|e| RunnerError::SelfTest {
             slot: 0,
             hint: String::new(),
-            source: crate::judge::JudgeError::Sandbox {
+            source: crate::judge::JudgeError::RunFailed {
                 what: "running the start-up self-test".to_string(),
                 message: e.to_string(),
             },
