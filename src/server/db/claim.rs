@@ -45,7 +45,11 @@ macro_rules! sqlite_pick {
 pub(crate) use sqlite_pick;
 
 /// The oldest claimable row of `$table` in one of `$langs` (a text array) per
-/// language, as the relation `head (id)`.
+/// language, as the relation `head (id)`. `ORDER BY language, id` (the same
+/// order, the language being fixed) and `OFFSET 0` steer PostgreSQL onto the
+/// `(language, id)` claimable index: with `ORDER BY id` alone it walked the
+/// primary key filtering on the language, which for a language no Queued job
+/// has read every Queued row (357 ms at 1M; 0.09 ms through the index).
 macro_rules! pg_heads {
     ($table:literal, $ready:literal, $langs:literal) => {
         concat!(
@@ -55,7 +59,7 @@ macro_rules! pg_heads {
             $table,
             " h WHERE h.state = 'Queued'",
             $ready,
-            " AND h.language = l.language ORDER BY h.id LIMIT 1) AS head"
+            " AND h.language = l.language ORDER BY h.language, h.id LIMIT 1 OFFSET 0) AS head"
         )
     };
 }
@@ -75,7 +79,7 @@ macro_rules! pg_pick {
             $table,
             " h WHERE h.id = (SELECT MIN(head.id) FROM ",
             $crate::server::db::claim::pg_heads!($table, $ready_h, $langs),
-            ")) ORDER BY j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED"
+            ")) ORDER BY j.language, j.id LIMIT 1 OFFSET 0 FOR UPDATE OF j SKIP LOCKED"
         )
     };
 }
