@@ -356,25 +356,48 @@ fn wait_with_timeout(
     }
 }
 
-/// A program name without a `/` is looked up in the sandbox's PATH on this host
-/// and its symbolic links resolved (so `/usr/bin/java → /etc/alternatives/... →
+/// A program name without a `/` is looked up in the sandbox's PATH on this host.
+/// Its symbolic links are resolved only when one of them leaves the directories
+/// every sandbox mounts (so `/usr/bin/java → /etc/alternatives/... →
 /// /usr/lib/jvm/...` works in a sandbox that does not mount `/etc/alternatives`),
-/// as long as the target stays in a directory every sandbox mounts.
+/// and then only to a target inside them. A chain the sandbox can follow itself
+/// is kept as it is: a multi-call binary (busybox: `uname → busybox`) picks what
+/// to do by the name it was started under.
 pub fn resolve_program(program: &str) -> String {
     if program.contains('/') {
         return program.to_string();
     }
+    let visible = |p: &Path| {
+        let s = p.to_string_lossy();
+        VISIBLE_ROOTS.iter().any(|root| s.starts_with(root))
+    };
     for dir in SANDBOX_PATH.split(':') {
         let candidate = Path::new(dir).join(program);
-        if candidate.is_file() {
-            if let Ok(real) = candidate.canonicalize() {
-                let real_str = real.to_string_lossy();
-                if VISIBLE_ROOTS.iter().any(|root| real_str.starts_with(root)) {
-                    return real_str.into_owned();
-                }
-            }
-            return candidate.to_string_lossy().into_owned();
+        if !candidate.is_file() {
+            continue;
         }
+        let mut hop = candidate.clone();
+        let mut leaves = false;
+        for _ in 0..40 {
+            let Ok(target) = std::fs::read_link(&hop) else {
+                break;
+            };
+            hop = match hop.parent() {
+                Some(parent) if target.is_relative() => parent.join(target),
+                _ => target,
+            };
+            if !visible(&hop) {
+                leaves = true;
+                break;
+            }
+        }
+        if leaves
+            && let Ok(real) = candidate.canonicalize()
+            && visible(&real)
+        {
+            return real.to_string_lossy().into_owned();
+        }
+        return candidate.to_string_lossy().into_owned();
     }
     program.to_string()
 }
