@@ -178,8 +178,7 @@ fn slot_cpu_time_is_the_programs_alone() {
     extra.sort_by(f64::total_cmp);
     // The same program unsandboxed, beside the slot runs: what its exit costs on
     // this host at this moment (wait4's rusage minus what it measured itself).
-    let mut exit = plain_exit_seconds(&probe("burn"), 10);
-    exit.sort_by(f64::total_cmp);
+    let exit = plain_exit_seconds(&probe("burn"), 10);
     // At least the program's own time; beyond it only its exit (no launcher's or
     // init's work, which take several hundred microseconds per run). The least
     // of ten: noise only adds. The allowance is over the plain exit measured in
@@ -188,25 +187,30 @@ fn slot_cpu_time_is_the_programs_alone() {
         extra[0] > -0.001,
         "less than the program measured: {extra:?}"
     );
-    assert!(
-        extra[0] < exit[0] + 0.00025 * slow(),
-        "more than the program's: {extra:?} (plain exits {exit:?})"
-    );
+    // Without python3 (the cgroup-v2 guest: busybox under emulation, where one
+    // exit costs milliseconds) there is no control to compare with: the upper
+    // bound is the host's test.
+    if let Some(mut exit) = exit {
+        exit.sort_by(f64::total_cmp);
+        assert!(
+            extra[0] < exit[0] + 0.00025 * slow(),
+            "more than the program's: {extra:?} (plain exits {exit:?})"
+        );
+    }
     slot.close().unwrap();
 }
 
 /// `runs` times: the CPU time wait4 reports for the probe run outside any
-/// sandbox, minus the CPU time it measured itself (its exit, mostly). Where
-/// there is no python3 (the cgroup-v2 guest's busybox userland) the plain exit
-/// is taken as 0: the fixed allowance alone, scaled by JUDGE_TEST_SLOWDOWN.
-fn plain_exit_seconds(burn: &Path, runs: usize) -> Vec<f64> {
+/// sandbox, minus the CPU time it measured itself (its exit, mostly); `None`
+/// where there is no python3 to measure with.
+fn plain_exit_seconds(burn: &Path, runs: usize) -> Option<Vec<f64>> {
     if std::process::Command::new("python3")
         .arg("-c")
         .arg("")
         .status()
         .is_err()
     {
-        return vec![0.0];
+        return None;
     }
     const WAIT4: &str = "import os, sys\n\
         r, w = os.pipe()\n\
@@ -215,7 +219,7 @@ fn plain_exit_seconds(burn: &Path, runs: usize) -> Vec<f64> {
         out = os.fdopen(r).read()\n\
         _, _, ru = os.wait4(pid, 0)\n\
         print(ru.ru_utime + ru.ru_stime - int(out.split()[1]) / 1e6)\n";
-    (0..runs)
+    let exits = (0..runs)
         .map(|_| {
             let out = std::process::Command::new("python3")
                 .args(["-c", WAIT4])
@@ -230,7 +234,8 @@ fn plain_exit_seconds(burn: &Path, runs: usize) -> Vec<f64> {
                 .parse()
                 .unwrap()
         })
-        .collect()
+        .collect();
+    Some(exits)
 }
 
 #[test]
