@@ -372,3 +372,67 @@ fn a_bind_target_of_one_run_is_absent_in_the_next() {
     );
     slot.close().unwrap();
 }
+
+/// Pages of `file` in the page cache, by `fincore` (util-linux); `None` without it.
+fn cached_pages(file: &Path) -> Option<u64> {
+    let out = std::process::Command::new("fincore")
+        .args(["--noheadings", "--bytes", "--output", "PAGES"])
+        .arg(file)
+        .output()
+        .ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
+/// Drop `file` from the page cache (coreutils dd: `iflag=nocache`).
+fn drop_from_cache(file: &Path) {
+    let st = std::process::Command::new("dd")
+        .arg(format!("if={}", file.display()))
+        .args(["iflag=nocache", "count=0", "status=none"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// A file a run read stays in the page cache for the next run (v1 reclaimed
+/// the slot's cgroup before every run that found clean cache above 1 MiB in
+/// it, so a judging read its program and data from disk on every test).
+#[test]
+fn a_file_the_last_run_read_stays_cached() {
+    let cx = Ctx::new("slot_keeps_cache");
+    let data = cx.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let file = data.join("input");
+    std::fs::write(&file, vec![b'x'; 4 << 20]).unwrap();
+    nix::unistd::sync();
+    drop_from_cache(&file);
+    let Some(before) = cached_pages(&file) else {
+        eprintln!("no fincore here: nothing to check");
+        return;
+    };
+    assert!(
+        before < 64,
+        "{before} pages still cached after dropping them"
+    );
+    let mut slot = slot(&cx);
+    let r = slot
+        .run(
+            &cx.plan("/bin/cat")
+                .arg("/data/input")
+                .bind(&data, "/data", false)
+                .stdout(sandbox::Stdio::Null),
+        )
+        .unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let read = cached_pages(&file).unwrap();
+    assert!(read >= 1000, "the run's read cached only {read} pages");
+    for _ in 0..3 {
+        let r = slot.run(&cx.plan("/bin/true")).unwrap();
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+    }
+    let after = cached_pages(&file).unwrap();
+    slot.close().unwrap();
+    assert!(
+        after >= read,
+        "{read} pages cached after the reading run, {after} after three more runs"
+    );
+}

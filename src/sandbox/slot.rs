@@ -145,20 +145,19 @@ impl Slot {
         result
     }
 
-    /// Start the launcher if there is none, and (v1) move it into the cgroup.
+    /// Start the launcher if there is none; on v1 it joins the cgroup itself.
     fn ensure_launcher(&mut self) -> Result<(), SandboxError> {
         if self.launcher.is_some() {
             return Ok(());
         }
         let cgroup = self.cgroup.as_ref().ok_or_else(closed)?;
-        let launcher = Launcher::spawn(cgroup.cpu_counter())?;
-        match cgroup.adopt(launcher.pid()) {
-            Ok(()) => {
+        let join: Vec<RawFd> = cgroup.launcher_join_fds();
+        match Launcher::spawn(cgroup.cpu_counter(), &join) {
+            Ok(launcher) => {
                 self.launcher = Some(launcher);
                 Ok(())
             }
             Err(e) => {
-                let _ = launcher.shutdown();
                 let _ = cgroup.kill_all_but(None);
                 Err(e)
             }

@@ -30,7 +30,7 @@ mod files;
 mod v1;
 mod v2;
 
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -42,6 +42,12 @@ use super::error::SandboxError;
 /// above the kernel's charge batching (256 KiB per CPU), far below what a
 /// program's peak is judged on.
 pub(crate) const LEFTOVER: u64 = 1 << 20;
+/// Clean page cache earlier runs may leave charged (v1) before the next run
+/// first reclaims it: the program's own file, test data, an interpreter's
+/// library, which every run reads again. At most this, and at most 1/16 of the
+/// run's limit; the kernel reclaims it before it kills a run for its memory,
+/// so a run may use that much over its limit, never more (docs/sandbox.md).
+pub(crate) const CLEAN_LEFTOVER: u64 = 16 << 20;
 /// Kernel objects a finished run may leave charged (most wait for an RCU grace
 /// period, a few hundred KiB per run) before the next run first reclaims them.
 pub(crate) const KMEM_LEFTOVER: u64 = 16 << 20;
@@ -161,12 +167,13 @@ impl SlotCgroup {
         }
     }
 
-    /// Move `pid` (the slot's launcher) into the cgroup, once (v1 only: on v2 the
-    /// launcher stays outside and clones each run's init straight into it).
-    pub fn adopt(&self, pid: u32) -> Result<(), SandboxError> {
+    /// The files the slot's launcher joins the cgroup through, itself, once
+    /// (v1 only: on v2 the launcher stays outside and clones each run's init
+    /// straight into it).
+    pub fn launcher_join_fds(&self) -> Vec<RawFd> {
         match self {
-            SlotCgroup::V1(g) => g.adopt(pid),
-            SlotCgroup::V2(_) => Ok(()),
+            SlotCgroup::V1(g) => g.procs_fds().iter().map(AsRawFd::as_raw_fd).collect(),
+            SlotCgroup::V2(_) => Vec::new(),
         }
     }
 

@@ -11,11 +11,14 @@ use cgroups_rs::fs::Controllers;
 use cgroups_rs::fs::hierarchies::V1;
 
 use super::files::{
-    cgroup_err, create_chain, in_use, keyed, lock_parent, open_procs, open_read, open_rw, pids_in,
+    cgroup_err, create_chain, in_use, keyed, lock_parent, open_read, open_rw, open_tasks, pids_in,
     pids_of, read_string, read_text, read_u64, rewrite, rmdir_retry, take_over_leftover, try_lock,
     write_file,
 };
-use super::{Baseline, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured, MemoryFds, SETUP_HEADROOM};
+use super::{
+    Baseline, CLEAN_LEFTOVER, CgroupLimits, KMEM_LEFTOVER, LEFTOVER, Measured, MemoryFds,
+    SETUP_HEADROOM,
+};
 use crate::sandbox::error::SandboxError;
 
 /// Where each v1 controller we use is mounted.
@@ -100,6 +103,8 @@ pub(crate) struct Group {
     freezer: PathBuf,
     /// `flock` on the memory directory, held for the slot's life.
     _lock: File,
+    /// Every hierarchy's `tasks`: the program joins by writing `0` (see
+    /// `files::open_tasks`).
     procs: Vec<OwnedFd>,
     cpuacct_usage: File,
     usage: File,
@@ -113,6 +118,8 @@ pub(crate) struct Group {
     memsw_limit: Option<File>,
     /// The freezer's `cgroup.procs` (who is left after a run).
     members: File,
+    /// `memory.stat` (how much of the usage is clean page cache).
+    stat: File,
     /// The memory limit in force (`None`: unknown, a program lowered it).
     memory_limit: Option<u64>,
     pids_limit: u32,
@@ -193,7 +200,7 @@ impl Group {
         let lock = try_lock(&memory)?.ok_or_else(|| in_use(&memory))?;
         let procs = dirs
             .iter()
-            .map(|d| open_procs(d))
+            .map(|d| open_tasks(d))
             .collect::<Result<Vec<_>, _>>()?;
         let file = |name: &str| memory.join(name);
         Ok(Group {
@@ -211,6 +218,7 @@ impl Group {
             memory_max: open_rw(&file("memory.limit_in_bytes"))?,
             memsw_limit: open_rw(&file("memory.memsw.limit_in_bytes")).ok(),
             members: open_read(&mounts.freezer.join(rel).join("cgroup.procs"))?,
+            stat: open_read(&file("memory.stat"))?,
             memory_limit: Some(u64::MAX),
             pids_limit: 0,
             floor: u64::MAX,
@@ -227,28 +235,25 @@ impl Group {
         &self.procs
     }
 
-    /// Move `pid` into every hierarchy (a migration: waits for an RCU grace period).
-    pub(crate) fn adopt(&self, pid: u32) -> Result<(), SandboxError> {
-        let text = pid.to_string();
-        for (fd, dir) in self.procs.iter().zip(&self.dirs) {
-            crate::sandbox::sys::write_all_fd(fd.as_raw_fd(), text.as_bytes())
-                .map_err(|e| cgroup_err("move the launcher into", dir, e))?;
-        }
-        Ok(())
-    }
-
     pub(crate) fn begin(
         &mut self,
         limits: &CgroupLimits,
         ours: u32,
     ) -> Result<Baseline, SandboxError> {
         let mut usage = self.read_usage()?;
-        if self.leftover(usage)? {
-            // Page cache (or many kernel objects) of the last run: reclaim first.
+        // Clean page cache up to a bound is no reason to reclaim: reclaiming it
+        // (as before every run of a judging) evicted the program's own file and
+        // the test data the last run read, so every run read them from disk.
+        let tolerated = (limits.memory / 16).min(CLEAN_LEFTOVER);
+        let clean = self.clean_cache()?.min(tolerated);
+        if self.leftover(usage, clean)? {
+            // Dirty or anonymous memory, more clean cache than tolerated, or many
+            // kernel objects of the last run: reclaim first.
             rewrite(&self.force_empty, "0")
                 .map_err(|e| cgroup_err("write memory.force_empty of", &self.memory, e))?;
             usage = self.read_usage()?;
-            self.leftover(usage)?;
+            let clean = self.clean_cache()?.min(tolerated);
+            self.leftover(usage, clean)?;
         }
         let room = limits.memory.saturating_add(SETUP_HEADROOM);
         self.set_memory(room.saturating_add(usage))?;
@@ -270,18 +275,29 @@ impl Group {
         })
     }
 
+    /// Clean page cache charged to the cgroup: file pages that are neither dirty
+    /// nor under writeback (`memory.stat`, this cgroup's own counters).
+    fn clean_cache(&mut self) -> Result<u64, SandboxError> {
+        let text = read_text(&self.stat, &mut self.buf)
+            .map_err(|e| cgroup_err("read memory.stat of", &self.memory, e))?;
+        let key = |k| keyed(text, k).unwrap_or(0);
+        let file = key("active_file").saturating_add(key("inactive_file"));
+        Ok(file.saturating_sub(key("dirty").saturating_add(key("writeback"))))
+    }
+
     /// Whether the last run left more than [`LEFTOVER`] of page cache or anonymous
-    /// memory above what the slot's own processes hold (the floor), or more than
+    /// memory above what the slot's own processes hold (the floor), not counting
+    /// `clean` (the tolerated clean page cache), or more than
     /// [`KMEM_LEFTOVER`] of kernel objects. Kernel objects of a finished run wait
     /// for an RCU grace period before they are freed (a few hundred KiB per run,
     /// more after many forks): reclaim cannot hurry them, so only a pile-up counts.
-    fn leftover(&mut self, usage: u64) -> Result<bool, SandboxError> {
+    fn leftover(&mut self, usage: u64, clean: u64) -> Result<bool, SandboxError> {
         let kmem = match &mut self.kmem {
             Some(f) => read_u64(f, &mut self.buf)
                 .map_err(|e| cgroup_err("read memory.kmem.usage_in_bytes of", &self.memory, e))?,
             None => 0,
         };
-        let user = usage.saturating_sub(kmem);
+        let user = usage.saturating_sub(kmem).saturating_sub(clean);
         self.floor = self.floor.min(user);
         Ok(user > self.floor.saturating_add(LEFTOVER) || kmem > KMEM_LEFTOVER)
     }

@@ -97,6 +97,7 @@ pub(crate) mod step {
     pub const ENTER_ROOT: u32 = 2;
     pub const CLONE: u32 = 3;
     pub const RETURN_HOME: u32 = 4;
+    pub const JOIN_CGROUP: u32 = 5;
 
     pub fn name(step: u32) -> &'static str {
         match step {
@@ -104,6 +105,7 @@ pub(crate) mod step {
             ENTER_ROOT => "copy the slot's prepared root",
             CLONE => "clone into new namespaces",
             RETURN_HOME => "return to its own mount namespace",
+            JOIN_CGROUP => "join the slot's cgroup",
             _ => "an unknown step",
         }
     }
@@ -134,8 +136,11 @@ pub(crate) struct Launcher {
 
 impl Launcher {
     /// Start the launcher and wait until it answers. `counter`: the cgroup's CPU
-    /// counter (`cpuacct.usage`) when the launcher lives in the cgroup (v1).
-    pub(crate) fn spawn(counter: Option<RawFd>) -> Result<Launcher, SandboxError> {
+    /// counter (`cpuacct.usage`) when the launcher lives in the cgroup (v1);
+    /// `join`: the cgroup files (v1 `tasks`) it joins by writing `0` before it
+    /// answers, itself, so the kernel's fast path for a thread moving itself
+    /// applies (a supervisor moving it by pid waits for an RCU grace period).
+    pub(crate) fn spawn(counter: Option<RawFd>, join: &[RawFd]) -> Result<Launcher, SandboxError> {
         entry::linked();
         let fail = |e| SandboxError::sys("start the slot's launcher", e);
         let (ctl, theirs) = sys::seqpacket_pair().map_err(fail)?;
@@ -158,14 +163,24 @@ impl Launcher {
             broken: false,
             pid: 0,
         };
-        let hello = msg::encode(msg::HELLO, spec::VERSION, 0, 0, 0, 0);
+        let joins = u64::try_from(join.len()).unwrap_or(0);
+        let hello = msg::encode(msg::HELLO, spec::VERSION, joins, 0, 0, 0);
         let mut fds = vec![launcher.spec.as_raw_fd()];
+        fds.extend_from_slice(join);
         fds.extend(counter);
         sys::send_msg(launcher.ctl_fd(), &hello, &fds).map_err(fail)?;
         match launcher.answer(ANSWER_TIMEOUT)? {
             (msg::READY, v, pid, ..) if v == spec::VERSION => {
                 launcher.pid = u32::try_from(pid).unwrap_or(0);
                 Ok(launcher)
+            }
+            (msg::FAILED, step::JOIN_CGROUP, errno, ..) => {
+                launcher.broken = true;
+                let errno = i32::try_from(errno).unwrap_or(libc::EIO);
+                Err(SandboxError::sys(
+                    "move the slot's launcher into its cgroup",
+                    std::io::Error::from_raw_os_error(errno),
+                ))
             }
             other => Err(launcher.unexpected("start", other)),
         }

@@ -145,13 +145,21 @@ impl Server {
         let Ok((n, fds)) = sys::recv_msg(CONTROL_FD, &mut buf, spec::MAX_FDS) else {
             return false;
         };
-        let Some((kind, a, ..)) = msg::decode(buf.get(..n).unwrap_or_default()) else {
+        let Some((kind, a, b, ..)) = msg::decode(buf.get(..n).unwrap_or_default()) else {
             return false; // EOF (the supervisor is gone) or garbage
         };
         match kind {
             msg::HELLO => {
                 let mut fds = fds.into_iter();
                 self.spec = fds.next();
+                let joins = usize::try_from(b).unwrap_or(0);
+                for file in fds.by_ref().take(joins) {
+                    // We are one thread (a vfork child): moving it moves us.
+                    if let Err(e) = sys::write_all_fd(file.as_raw_fd(), b"0") {
+                        let failed = Self::failed(step::JOIN_CGROUP, &e);
+                        return sys::send_msg(CONTROL_FD, &failed, &[]).is_ok();
+                    }
+                }
                 self.counter = fds.next();
                 let pid = u64::from(std::process::id());
                 let ready = msg::encode(msg::READY, spec::VERSION, pid, 0, 0, 0);
