@@ -297,11 +297,15 @@ impl WorkDir {
         self.dir.path()
     }
 
-    /// A fresh, empty subdirectory.
+    /// A fresh, empty subdirectory (a new one each time: nothing a run left, not
+    /// even the directory's own attributes, reaches the next).
     pub fn fresh(&self, name: &str) -> Result<PathBuf, JudgeError> {
         let path = self.dir.path().join(name);
-        if path.exists() {
-            std::fs::remove_dir_all(&path).map_err(|e| JudgeError::io(&path, e))?;
+        // Most runs leave their box empty: one rmdir, not a walk of it.
+        match std::fs::remove_dir(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => std::fs::remove_dir_all(&path).map_err(|e| JudgeError::io(&path, e))?,
         }
         std::fs::create_dir(&path).map_err(|e| JudgeError::io(&path, e))?;
         Ok(path)
