@@ -436,3 +436,47 @@ fn a_file_the_last_run_read_stays_cached() {
         "{read} pages cached after the reading run, {after} after three more runs"
     );
 }
+
+/// Clean page cache an earlier run left in the slot's cgroup is no extra room:
+/// with 6 MiB of it charged, a run still gets exactly its limit (a program
+/// 3 MiB over it is stopped) and its peak is its own.
+#[test]
+fn clean_cache_left_by_a_run_is_no_extra_room() {
+    let cx = Ctx::new("slot_cache_room");
+    let mem = cx.probe("mem");
+    let data = cx.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let file = data.join("input");
+    std::fs::write(&file, vec![b'x'; 6 << 20]).unwrap();
+    nix::unistd::sync();
+    drop_from_cache(&file);
+    let mut slot = slot(&cx);
+    let limit = 128 * MIB;
+    let r = slot
+        .run(
+            &cx.plan("/bin/cat")
+                .arg("/data/input")
+                .bind(&data, "/data", false)
+                .stdout(sandbox::Stdio::Null)
+                .memory(limit),
+        )
+        .unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let r = slot.run(&cx.plan(&mem).arg("100").memory(limit)).unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    assert!(
+        within_5_percent_of_100_mib(r.memory_bytes),
+        "peak {} = {:.3} of 100 MiB",
+        r.memory_bytes,
+        r.memory_bytes as f64 / (100 * MIB) as f64
+    );
+    if let Some(pages) = cached_pages(&file) {
+        assert!(
+            pages >= 1000,
+            "the cache was not left in place ({pages} pages)"
+        );
+    }
+    let r = slot.run(&cx.plan(&mem).arg("131").memory(limit)).unwrap();
+    assert_eq!(r.status, Status::MemoryLimit, "{r:?}");
+    slot.close().unwrap();
+}

@@ -45,8 +45,8 @@ pub(crate) const LEFTOVER: u64 = 1 << 20;
 /// Clean page cache earlier runs may leave charged (v1) before the next run
 /// first reclaims it: the program's own file, test data, an interpreter's
 /// library, which every run reads again. At most this, and at most 1/16 of the
-/// run's limit; the kernel reclaims it before it kills a run for its memory,
-/// so a run may use that much over its limit, never more (docs/sandbox.md).
+/// run's limit ([`Baseline::reclaimable`] says how it stays out of the run's
+/// limit and peak).
 pub(crate) const CLEAN_LEFTOVER: u64 = 16 << 20;
 /// Kernel objects a finished run may leave charged (most wait for an RCU grace
 /// period, a few hundred KiB per run) before the next run first reclaims them.
@@ -127,6 +127,12 @@ pub(crate) struct Baseline {
     pub memory: u64,
     /// The run's own memory limit (over the baseline).
     pub memory_limit: u64,
+    /// Clean page cache earlier runs left in `memory` (v1, at most
+    /// [`CLEAN_LEFTOVER`]; 0 on v2). The kernel reclaims it for the run, so the
+    /// program's own limit leaves it out, and what was reclaimed by the end is
+    /// added back to the peak: the run gets exactly its limit and its peak is
+    /// its own.
+    pub reclaimable: u64,
 }
 
 /// What the cgroup measured since the baseline (CPU of every process in it,
@@ -138,6 +144,8 @@ pub(crate) struct Measured {
     pub oom_kills: u64,
     /// The usage reached the limit in force (the run's own limit, over the baseline).
     pub limit_reached: bool,
+    /// Of [`Baseline::reclaimable`], what the kernel reclaimed during the run.
+    pub reclaimed: u64,
 }
 
 /// A slot's cgroup.
@@ -237,9 +245,14 @@ impl SlotCgroup {
             SlotCgroup::V1(g) => g.measure(base)?,
             SlotCgroup::V2(s) => s.measure(base)?,
         };
-        // `peak_memory` comes back as the raw peak.
-        m.limit_reached = m.peak_memory >= memory.saturating_add(base.memory_limit);
-        m.peak_memory = m.peak_memory.saturating_sub(memory);
+        // `peak_memory` comes back as the raw peak. The program's limit was its
+        // own less the reclaimable cache; what was reclaimed was room it used.
+        let limit = base.memory_limit.saturating_sub(base.reclaimable);
+        m.limit_reached = m.peak_memory >= memory.saturating_add(limit);
+        m.peak_memory = m
+            .peak_memory
+            .saturating_sub(memory)
+            .saturating_add(m.reclaimed);
         Ok(m)
     }
 

@@ -245,14 +245,14 @@ impl Group {
         // (as before every run of a judging) evicted the program's own file and
         // the test data the last run read, so every run read them from disk.
         let tolerated = (limits.memory / 16).min(CLEAN_LEFTOVER);
-        let clean = self.clean_cache()?.min(tolerated);
+        let mut clean = self.clean_cache()?.min(tolerated);
         if self.leftover(usage, clean)? {
             // Dirty or anonymous memory, more clean cache than tolerated, or many
             // kernel objects of the last run: reclaim first.
             rewrite(&self.force_empty, "0")
                 .map_err(|e| cgroup_err("write memory.force_empty of", &self.memory, e))?;
             usage = self.read_usage()?;
-            let clean = self.clean_cache()?.min(tolerated);
+            clean = self.clean_cache()?.min(tolerated);
             self.leftover(usage, clean)?;
         }
         let room = limits.memory.saturating_add(SETUP_HEADROOM);
@@ -272,6 +272,7 @@ impl Group {
             oom_kills: self.oom_kills()?,
             memory: usage,
             memory_limit: limits.memory,
+            reclaimable: clean.min(usage),
         })
     }
 
@@ -331,6 +332,14 @@ impl Group {
             .map_err(|e| self.err("read cpuacct.usage of", e))?;
         let peak = read_u64(&self.max_usage, &mut self.buf)
             .map_err(|e| cgroup_err("read memory.max_usage_in_bytes of", &self.memory, e))?;
+        // The earlier runs' clean cache the kernel reclaimed for this run made
+        // room its peak does not show. (Clean cache the run added itself hides a
+        // little of that; the kernel reclaims only when the run reaches its limit.)
+        let reclaimed = if base.reclaimable > 0 {
+            base.reclaimable.saturating_sub(self.clean_cache()?)
+        } else {
+            0
+        };
         // The program set its own limit (lower than ours) before its execve.
         self.memory_limit = None;
         Ok(Measured {
@@ -338,6 +347,7 @@ impl Group {
             peak_memory: peak,
             oom_kills: self.oom_kills()?.saturating_sub(base.oom_kills),
             limit_reached: false,
+            reclaimed,
         })
     }
 

@@ -419,6 +419,7 @@ impl Group {
             oom_kills,
             memory: usage,
             memory_limit: own,
+            reclaimable: 0,
         })
     }
 
@@ -458,6 +459,7 @@ impl Group {
             peak_memory: peak,
             oom_kills: oom_kills.saturating_sub(base.oom_kills),
             limit_reached: false,
+            reclaimed: 0,
         })
     }
 

@@ -10,7 +10,10 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::{Start, Watched, child_spec, finish_report, read_records, tick, tick_timeout, wall};
+use super::{
+    Start, Watched, child_spec, finish_report, own_memory_limit, read_records, tick, tick_timeout,
+    wall,
+};
 use crate::sandbox::cgroup::{Baseline, SlotCgroup};
 use crate::sandbox::child::{Net, RECORD_LEN, Root};
 use crate::sandbox::error::SandboxError;
@@ -45,7 +48,7 @@ pub(super) fn run(
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
-    let w = encode(plan, prepared, cgroup, via, report_w.as_raw_fd())?;
+    let w = encode(plan, prepared, cgroup, base, via, report_w.as_raw_fd())?;
     let start = Start::now();
     launcher.start(&w.bytes, &w.fds)?;
     // The message in flight holds its own copies of every descriptor.
@@ -85,12 +88,14 @@ fn encode(
     plan: &Plan,
     prepared: &Prepared,
     cgroup: &SlotCgroup,
+    base: &Baseline,
     via: &Via,
     report_fd: RawFd,
 ) -> Result<spec::Writer, SandboxError> {
     let net = via.netns.map_or(Net::Host, Net::Join);
     let mut child = child_spec(plan, prepared, Root::Entered, net, report_fd);
     child.memory = cgroup.memory_fds();
+    child.memory_bytes = own_memory_limit(plan, base);
     // The launcher's own 0-2 are not the caller's: "inherit" sends ours along.
     for (i, s) in child.stdio.iter_mut().enumerate() {
         s.get_or_insert(RawFd::try_from(i).unwrap_or(0));

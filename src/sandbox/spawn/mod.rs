@@ -164,6 +164,13 @@ fn child_spec<'a>(
     }
 }
 
+/// The limit the program sets over what is charged when it starts: its own,
+/// less the earlier runs' clean page cache in that charge, which the kernel
+/// reclaims for it (`Baseline::reclaimable`).
+pub(super) fn own_memory_limit(plan: &Plan, base: &Baseline) -> u64 {
+    plan.limits.memory_bytes.saturating_sub(base.reclaimable)
+}
+
 /// Stack the program starts on (vfork-like, until its execve).
 pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
 
@@ -182,6 +189,7 @@ fn direct(
     spec.procs_fds = cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect();
     spec.cgroup_dir = cgroup.dir_fd();
     spec.memory = cgroup.memory_fds();
+    spec.memory_bytes = own_memory_limit(plan, base);
     let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if matches!(root, Root::Fresh) {
         flags |= libc::CLONE_NEWNS;
