@@ -383,14 +383,15 @@ fn cached_pages(file: &Path) -> Option<u64> {
     String::from_utf8(out.stdout).ok()?.trim().parse().ok()
 }
 
-/// Drop `file` from the page cache (coreutils dd: `iflag=nocache`).
-fn drop_from_cache(file: &Path) {
-    let st = std::process::Command::new("dd")
+/// Drop `file` from the page cache (coreutils dd: `iflag=nocache`); false where
+/// dd cannot (busybox's, in the cgroup-v2 guest).
+fn drop_from_cache(file: &Path) -> bool {
+    std::process::Command::new("dd")
         .arg(format!("if={}", file.display()))
         .args(["iflag=nocache", "count=0", "status=none"])
+        .stderr(std::process::Stdio::null())
         .status()
-        .unwrap();
-    assert!(st.success());
+        .is_ok_and(|st| st.success())
 }
 
 /// A file a run read stays in the page cache for the next run (v1 reclaimed
@@ -404,11 +405,11 @@ fn a_file_the_last_run_read_stays_cached() {
     let file = data.join("input");
     std::fs::write(&file, vec![b'x'; 4 << 20]).unwrap();
     nix::unistd::sync();
-    drop_from_cache(&file);
-    let Some(before) = cached_pages(&file) else {
-        eprintln!("no fincore here: nothing to check");
+    let Some(before) = cached_pages(&file).filter(|_| drop_from_cache(&file)) else {
+        eprintln!("no fincore or no dd iflag=nocache here: nothing to check");
         return;
     };
+    let before = cached_pages(&file).unwrap_or(before);
     assert!(
         before < 64,
         "{before} pages still cached after dropping them"
@@ -449,7 +450,9 @@ fn clean_cache_left_by_a_run_is_no_extra_room() {
     let file = data.join("input");
     std::fs::write(&file, vec![b'x'; 6 << 20]).unwrap();
     nix::unistd::sync();
-    drop_from_cache(&file);
+    // Where the cache cannot be dropped the cat's read charges nothing to the
+    // slot and the checks below hold trivially; they still must hold.
+    let dropped = drop_from_cache(&file);
     let mut slot = slot(&cx);
     let limit = 128 * MIB;
     let r = slot
@@ -470,7 +473,7 @@ fn clean_cache_left_by_a_run_is_no_extra_room() {
         r.memory_bytes,
         r.memory_bytes as f64 / (100 * MIB) as f64
     );
-    if let Some(pages) = cached_pages(&file) {
+    if let Some(pages) = cached_pages(&file).filter(|_| dropped) {
         assert!(
             pages >= 1000,
             "the cache was not left in place ({pages} pages)"
