@@ -160,7 +160,7 @@ pub(crate) struct ChildSpec<'a> {
     pub root: Root,
     pub mounts: &'a MountPlan,
     pub net: Net,
-    pub procs_fds: Vec<RawFd>,
+    pub join_fds: Vec<RawFd>,
     /// v2: the run's cgroup directory, to fork the program straight into it.
     pub cgroup_dir: Option<RawFd>,
     /// Descriptors for 0, 1, 2 (None = keep the inherited one).
@@ -348,7 +348,7 @@ fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
 /// The program's process: join the cgroup, become the box user, exec.
 fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     if !joined {
-        for fd in &spec.procs_fds {
+        for fd in &spec.join_fds {
             try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
         }
     }

@@ -151,8 +151,7 @@ impl Slot {
             return Ok(());
         }
         let cgroup = self.cgroup.as_ref().ok_or_else(closed)?;
-        let join: Vec<RawFd> = cgroup.launcher_join_fds();
-        match Launcher::spawn(cgroup.cpu_counter(), &join) {
+        match Launcher::spawn(cgroup.cpu_counter(), &cgroup.launcher_join_fds()) {
             Ok(launcher) => {
                 self.launcher = Some(launcher);
                 Ok(())

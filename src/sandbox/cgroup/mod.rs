@@ -180,16 +180,17 @@ impl SlotCgroup {
     /// straight into it).
     pub fn launcher_join_fds(&self) -> Vec<RawFd> {
         match self {
-            SlotCgroup::V1(g) => g.procs_fds().iter().map(AsRawFd::as_raw_fd).collect(),
+            SlotCgroup::V1(g) => g.join_fds().iter().map(AsRawFd::as_raw_fd).collect(),
             SlotCgroup::V2(_) => Vec::new(),
         }
     }
 
-    /// Descriptors of every `cgroup.procs`, for a process to join by writing `0`.
-    pub fn procs_fds(&self) -> &[OwnedFd] {
+    /// The files a process joins the cgroup through by writing `0` (v1: every
+    /// hierarchy's `tasks`, see `files::open_tasks`; v2: the run's `cgroup.procs`).
+    pub fn join_fds(&self) -> &[OwnedFd] {
         match self {
-            SlotCgroup::V1(g) => g.procs_fds(),
-            SlotCgroup::V2(s) => s.procs_fds(),
+            SlotCgroup::V1(g) => g.join_fds(),
+            SlotCgroup::V2(s) => s.join_fds(),
         }
     }
 

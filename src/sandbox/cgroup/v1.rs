@@ -105,7 +105,7 @@ pub(crate) struct Group {
     _lock: File,
     /// Every hierarchy's `tasks`: the program joins by writing `0` (see
     /// `files::open_tasks`).
-    procs: Vec<OwnedFd>,
+    join_files: Vec<OwnedFd>,
     cpuacct_usage: File,
     usage: File,
     /// `memory.kmem.usage_in_bytes` (absent when the kernel does not account it).
@@ -198,7 +198,7 @@ impl Group {
         }
         let memory = mounts.memory.join(rel);
         let lock = try_lock(&memory)?.ok_or_else(|| in_use(&memory))?;
-        let procs = dirs
+        let join_files = dirs
             .iter()
             .map(|d| open_tasks(d))
             .collect::<Result<Vec<_>, _>>()?;
@@ -207,7 +207,7 @@ impl Group {
             dirs: dirs.clone(),
             freezer: mounts.freezer.join(rel),
             _lock: lock,
-            procs,
+            join_files,
             cpuacct_usage: open_read(&mounts.cpuacct.join(rel).join("cpuacct.usage"))?,
             usage: open_read(&file("memory.usage_in_bytes"))?,
             kmem: open_read(&file("memory.kmem.usage_in_bytes")).ok(),
@@ -231,8 +231,8 @@ impl Group {
         self.cpuacct_usage.as_raw_fd()
     }
 
-    pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
-        &self.procs
+    pub(crate) fn join_fds(&self) -> &[OwnedFd] {
+        &self.join_files
     }
 
     pub(crate) fn begin(

@@ -247,7 +247,7 @@ impl Slot {
         })
     }
 
-    pub(crate) fn procs_fds(&self) -> &[OwnedFd] {
+    pub(crate) fn join_fds(&self) -> &[OwnedFd] {
         self.run
             .as_ref()
             .map_or(&[], |g| std::slice::from_ref(&g.procs))

@@ -358,7 +358,7 @@ impl Decoded {
             root: Root::Entered,
             mounts: &self.mounts,
             net: self.netns.map_or(Net::Host, Net::Join),
-            procs_fds: Vec::new(),
+            join_fds: Vec::new(),
             cgroup_dir: None,
             stdio: self.stdio,
             rlimits: self.rlimits.clone(),

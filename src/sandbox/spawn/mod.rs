@@ -145,7 +145,7 @@ fn child_spec<'a>(
         root,
         mounts: &parts.mounts,
         net,
-        procs_fds: Vec::new(),
+        join_fds: Vec::new(),
         cgroup_dir: None,
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
@@ -186,7 +186,7 @@ fn direct(
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
     let mut program_stack = vec![0u8; PROGRAM_STACK];
     let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
-    spec.procs_fds = cgroup.procs_fds().iter().map(AsRawFd::as_raw_fd).collect();
+    spec.join_fds = cgroup.join_fds().iter().map(AsRawFd::as_raw_fd).collect();
     spec.cgroup_dir = cgroup.dir_fd();
     spec.memory = cgroup.memory_fds();
     spec.memory_bytes = own_memory_limit(plan, base);
