@@ -394,35 +394,44 @@ fn drop_from_cache(file: &Path) -> bool {
         .is_ok_and(|st| st.success())
 }
 
+/// `<box>/data/input` of `bytes` bytes, written, synced and dropped from the
+/// page cache where dd can (true then), so the first run that reads it charges
+/// its pages to the slot. Returns the data dir (for a bind) and the file.
+fn uncached_input(cx: &Ctx, bytes: usize) -> (std::path::PathBuf, std::path::PathBuf, bool) {
+    let data = cx.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let file = data.join("input");
+    std::fs::write(&file, vec![b'x'; bytes]).unwrap();
+    nix::unistd::sync();
+    let dropped = drop_from_cache(&file);
+    (data, file, dropped)
+}
+
+/// `cat /data/input` with `data` bound at `/data`.
+fn cat_input(cx: &Ctx, data: &Path) -> sandbox::Plan {
+    cx.plan("/bin/cat")
+        .arg("/data/input")
+        .bind(data, "/data", false)
+        .stdout(sandbox::Stdio::Null)
+}
+
 /// A file a run read stays in the page cache for the next run (v1 reclaimed
 /// the slot's cgroup before every run that found clean cache above 1 MiB in
 /// it, so a judging read its program and data from disk on every test).
 #[test]
 fn a_file_the_last_run_read_stays_cached() {
     let cx = Ctx::new("slot_keeps_cache");
-    let data = cx.path("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let file = data.join("input");
-    std::fs::write(&file, vec![b'x'; 4 << 20]).unwrap();
-    nix::unistd::sync();
-    let Some(before) = cached_pages(&file).filter(|_| drop_from_cache(&file)) else {
+    let (data, file, dropped) = uncached_input(&cx, 4 << 20);
+    let Some(before) = cached_pages(&file).filter(|_| dropped) else {
         eprintln!("no fincore or no dd iflag=nocache here: nothing to check");
         return;
     };
-    let before = cached_pages(&file).unwrap_or(before);
     assert!(
         before < 64,
         "{before} pages still cached after dropping them"
     );
     let mut slot = slot(&cx);
-    let r = slot
-        .run(
-            &cx.plan("/bin/cat")
-                .arg("/data/input")
-                .bind(&data, "/data", false)
-                .stdout(sandbox::Stdio::Null),
-        )
-        .unwrap();
+    let r = slot.run(&cat_input(&cx, &data)).unwrap();
     assert_eq!(r.status, Status::Ok, "{r:?}");
     let read = cached_pages(&file).unwrap();
     assert!(read >= 1000, "the run's read cached only {read} pages");
@@ -445,25 +454,12 @@ fn a_file_the_last_run_read_stays_cached() {
 fn clean_cache_left_by_a_run_is_no_extra_room() {
     let cx = Ctx::new("slot_cache_room");
     let mem = cx.probe("mem");
-    let data = cx.path("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let file = data.join("input");
-    std::fs::write(&file, vec![b'x'; 6 << 20]).unwrap();
-    nix::unistd::sync();
     // Where the cache cannot be dropped the cat's read charges nothing to the
     // slot and the checks below hold trivially; they still must hold.
-    let dropped = drop_from_cache(&file);
+    let (data, file, dropped) = uncached_input(&cx, 6 << 20);
     let mut slot = slot(&cx);
     let limit = 128 * MIB;
-    let r = slot
-        .run(
-            &cx.plan("/bin/cat")
-                .arg("/data/input")
-                .bind(&data, "/data", false)
-                .stdout(sandbox::Stdio::Null)
-                .memory(limit),
-        )
-        .unwrap();
+    let r = slot.run(&cat_input(&cx, &data).memory(limit)).unwrap();
     assert_eq!(r.status, Status::Ok, "{r:?}");
     let r = slot.run(&cx.plan(&mem).arg("100").memory(limit)).unwrap();
     assert_eq!(r.status, Status::Ok, "{r:?}");
