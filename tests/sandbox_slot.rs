@@ -479,3 +479,68 @@ fn clean_cache_left_by_a_run_is_no_extra_room() {
     assert_eq!(r.status, Status::MemoryLimit, "{r:?}");
     slot.close().unwrap();
 }
+
+/// The slice (ns) a `/proc/<pid>/sched` text shows; `None` before EEVDF (6.6).
+fn slice_ns(sched: &str) -> Option<u64> {
+    sched
+        .lines()
+        .find_map(|l| l.strip_prefix("se.slice"))
+        .and_then(|rest| rest.trim_start().strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn own_slice() -> Option<u64> {
+    slice_ns(&std::fs::read_to_string("/proc/thread-self/sched").unwrap())
+}
+
+/// The kernel's shortest slice, which a run's control path asks for.
+const CONTROL_SLICE_NS: u64 = 100_000;
+
+/// A slot run's control path (the thread that runs it, during the run; the
+/// launcher; init) has the kernel's shortest scheduler slice, so a busy host
+/// serves each hand-off at wake-up; the program itself is scheduled as it would
+/// be outside, with the host's default slice, in a slot and in a one-shot run;
+/// and the thread that ran gets its default back.
+#[test]
+fn a_program_gets_the_hosts_scheduler_slice() {
+    let cx = Ctx::new("slot_slice");
+    sandbox::prefer_short_slice();
+    let honoured = own_slice() == Some(CONTROL_SLICE_NS);
+    sandbox::default_slice();
+    let Some(default) = own_slice() else {
+        eprintln!("no se.slice in /proc (a kernel before EEVDF): nothing to check");
+        return;
+    };
+    if !honoured {
+        eprintln!("this kernel keeps no custom slice for a fair task (before 6.12)");
+    }
+    assert_ne!(default, CONTROL_SLICE_NS, "the host's default slice");
+    let mut slot = slot(&cx);
+    let (r, out) = capture_in(&mut slot, cx.plan("/bin/cat").arg("/proc/self/sched"));
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let in_slot = slice_ns(&out).expect("the program's se.slice");
+    assert_eq!(
+        own_slice(),
+        Some(default),
+        "the slot's caller after the run"
+    );
+    if honoured && let Some(pid) = launcher_pid(&cx) {
+        let launcher = std::fs::read_to_string(format!("/proc/{pid}/sched")).unwrap();
+        assert_eq!(
+            slice_ns(&launcher),
+            Some(CONTROL_SLICE_NS),
+            "the launcher's slice"
+        );
+    }
+    let file = cx.dir.path().join("one-shot-sched");
+    let plan = cx
+        .plan("/bin/cat")
+        .arg("/proc/self/sched")
+        .stdout(sandbox::Stdio::File(file.clone()));
+    let r = sandbox::run(&plan).unwrap();
+    assert_eq!(r.status, Status::Ok, "{r:?}");
+    let one_shot = slice_ns(&std::fs::read_to_string(&file).unwrap())
+        .expect("the one-shot program's se.slice");
+    assert_eq!(in_slot, default, "the slot program's slice");
+    assert_eq!(one_shot, default, "the one-shot program's slice");
+}

@@ -15,6 +15,9 @@ impl Load {
     /// does not count them); `None` leaves them where they start.
     pub fn start(cgroup_procs: Option<&std::path::Path>) -> Load {
         let n = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        // A process inherits its parent's scheduler slice; the loops stand for
+        // other programs, so they start with the host's default.
+        judge_runner::sandbox::default_slice();
         let hogs = (0..n)
             .map(|_| {
                 let child = Command::new("/bin/sh")

@@ -372,6 +372,9 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
         sys::c_reset_signals();
     }
     sys::c_setsid();
+    // init (and the launcher it was cloned from) runs with the control path's
+    // short slice; the program is scheduled as it would be outside.
+    let _ = sys::c_sched_slice(0);
     for (target, fd) in spec.stdio.iter().enumerate() {
         if let Some(fd) = fd {
             try_step(

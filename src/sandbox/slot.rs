@@ -128,6 +128,7 @@ impl Slot {
             return Err(closed());
         };
         let inside = matches!(cgroup, SlotCgroup::V1(_));
+        let _served_at_wake_up = spawn::ShortSlice::ask();
         let result = spawn::run_in(
             &plan,
             cgroup,

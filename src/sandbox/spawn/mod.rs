@@ -36,6 +36,43 @@ mod launched;
 pub(crate) const TICK: Duration = Duration::from_millis(5);
 const CHILD_STACK: usize = 256 * 1024;
 
+/// The scheduler slice of the processes on a slot run's control path (the
+/// thread that runs it, while it does; the slot's launcher; init): the
+/// kernel's shortest, 0.1 ms. See [`ShortSlice`].
+pub(crate) const CONTROL_SLICE_NS: u64 = 100_000;
+
+/// The calling thread has the control path's short scheduler slice while this
+/// lives, and the host's default again when it drops.
+///
+/// A slot run is a chain of hand-offs (this thread, the launcher, init, the
+/// program, init, the launcher, this thread), each a wake-up that does a few
+/// microseconds of work. On a host whose cores are busy (every slot judging), a
+/// woken task with the default slice (0.7-3 ms) waits for the running task's
+/// slice to end: six waits per run. EEVDF (Linux 6.12+) lets a task with a
+/// shorter slice preempt at wake-up instead; its share of the CPU (its weight,
+/// its nice value) is unchanged, it is only served sooner and in smaller
+/// pieces. Smaller pieces are a loss for long bursts of work under contention,
+/// so the thread has the slice only during a run (not while its caller
+/// compares outputs, say), and a one-shot run, whose supervisor does
+/// milliseconds of set-up, does not ask for it. The program gets the host's
+/// default back before its execve (`child::program_main`): it is scheduled as
+/// it would be outside. A thread's own custom slice, if it had one, is not
+/// restored.
+pub(crate) struct ShortSlice(());
+
+impl ShortSlice {
+    pub(crate) fn ask() -> ShortSlice {
+        let _ = sys::c_sched_slice(CONTROL_SLICE_NS);
+        ShortSlice(())
+    }
+}
+
+impl Drop for ShortSlice {
+    fn drop(&mut self) {
+        let _ = sys::c_sched_slice(0);
+    }
+}
+
 /// How init is started.
 pub(crate) enum Launch<'a> {
     /// The supervisor clones it (one-shot runs).

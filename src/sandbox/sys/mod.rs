@@ -632,3 +632,59 @@ mod tests {
         assert!(CStrArray::new(&[]).ptrs == [std::ptr::null()]);
     }
 }
+
+/// `struct sched_attr` as the kernel defines it (first version, 48 bytes; the
+/// kernel accepts any size it knows).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Set the calling thread's scheduler slice (EEVDF's request size, kernel 6.12
+/// and later: `sched_attr.sched_runtime` of a fair-class task; `0` restores the
+/// host's default), keeping its policy, nice value and reset-on-fork flag. A
+/// thread of a real-time or deadline class is left alone. Older kernels accept
+/// and ignore the slice.
+pub(crate) fn c_sched_slice(runtime_ns: u64) -> CResult {
+    const SCHED_FLAG_RESET_ON_FORK: u64 = 1;
+    let mut attr = SchedAttr::default();
+    let size = u32::try_from(std::mem::size_of::<SchedAttr>()).unwrap_or(48);
+    // SAFETY: the kernel writes at most `size` bytes into our live struct.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            &raw mut attr,
+            libc::c_ulong::from(size),
+            0,
+        )
+    };
+    if rc < 0 {
+        return Err(errno());
+    }
+    let fair = [libc::SCHED_OTHER, libc::SCHED_BATCH, libc::SCHED_IDLE]
+        .iter()
+        .any(|p| u32::try_from(*p).is_ok_and(|p| p == attr.policy));
+    if !fair {
+        return Ok(());
+    }
+    let wanted = SchedAttr {
+        size,
+        policy: attr.policy,
+        flags: attr.flags & SCHED_FLAG_RESET_ON_FORK,
+        nice: attr.nice,
+        runtime: runtime_ns,
+        ..SchedAttr::default()
+    };
+    // SAFETY: the kernel reads `size` bytes of our live struct.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &raw const wanted, 0) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
