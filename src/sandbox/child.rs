@@ -124,6 +124,9 @@ impl Step {
 
 /// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
 /// The program's end: `[kind, 0, wait status, ru_maxrss in KiB]`.
+/// Stack the program starts on (vfork-like, until its execve).
+pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
+
 pub(crate) const REC_EXITED: u32 = 1;
 pub(crate) const REC_FAILED: u32 = 2;
 /// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
@@ -372,8 +375,9 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
         sys::c_reset_signals();
     }
     sys::c_setsid();
-    // init (and the launcher it was cloned from) runs with the control path's
-    // short slice; the program is scheduled as it would be outside.
+    // A slot's init runs with the control path's short slice (as its launcher
+    // does), a one-shot init with its caller's; the program is scheduled as it
+    // would be outside.
     let _ = sys::c_sched_slice(0);
     for (target, fd) in spec.stdio.iter().enumerate() {
         if let Some(fd) = fd {

@@ -42,7 +42,7 @@ pub use slot::Slot;
 /// Its CPU share is unchanged; on a busy host it is served at wake-up instead
 /// of after a running task's slice. Processes it starts inherit it.
 pub fn prefer_short_slice() {
-    let _ = sys::c_sched_slice(spawn::CONTROL_SLICE_NS);
+    let _ = sys::c_sched_slice(launcher::CONTROL_SLICE_NS);
 }
 
 /// Give the calling thread the host's default scheduler slice back (a thread

@@ -48,6 +48,10 @@ use super::sys;
 /// Environment variable that makes `/proc/self/exe` a launcher (its value: the
 /// control socket's descriptor number).
 const ENV: &std::ffi::CStr = c"JUDGE_RUNNER_LAUNCHER";
+/// The scheduler slice of the processes on a slot run's control path (the
+/// launcher, init, and the thread that runs the slot while a run goes on): the
+/// kernel's shortest, 0.1 ms. See `spawn::ShortSlice`.
+pub(crate) const CONTROL_SLICE_NS: u64 = 100_000;
 /// How long the supervisor waits for an answer before giving the launcher up.
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
 

@@ -84,7 +84,7 @@ pub(super) fn main() -> i32 {
     let launcher_clean = sys::drop_bounding_set();
     // On every run's control path, and so is init (our clone); see
     // `spawn::ShortSlice`.
-    let _ = sys::c_sched_slice(crate::sandbox::spawn::CONTROL_SLICE_NS);
+    let _ = sys::c_sched_slice(super::CONTROL_SLICE_NS);
     // Never the OOM killer's choice anyway (a vfork child: see entry.rs); where
     // the host lets us (CAP_SYS_RESOURCE), say so too.
     let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");

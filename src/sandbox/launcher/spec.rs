@@ -347,7 +347,7 @@ impl Decoded {
             envp: r.cstrings()?,
             memory_bytes: r.u64()?,
             memory: decode_memory(r)?,
-            program_stack: vec![0u8; crate::sandbox::spawn::PROGRAM_STACK],
+            program_stack: vec![0u8; crate::sandbox::child::PROGRAM_STACK],
         })
     }
 

@@ -24,7 +24,7 @@ use super::child::{
     self, ChildSpec, Net, REC_BASE, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
 };
 use super::error::SandboxError;
-use super::launcher::Launcher;
+use super::launcher::{CONTROL_SLICE_NS, Launcher};
 use super::plan::Plan;
 use super::prepare::{self, Prepared};
 use super::report::{Ending, Observed, Report, classify};
@@ -35,11 +35,6 @@ mod launched;
 /// How often the supervisor looks at CPU time, wall time and cancellation.
 pub(crate) const TICK: Duration = Duration::from_millis(5);
 const CHILD_STACK: usize = 256 * 1024;
-
-/// The scheduler slice of the processes on a slot run's control path (the
-/// thread that runs it, while it does; the slot's launcher; init): the
-/// kernel's shortest, 0.1 ms. See [`ShortSlice`].
-pub(crate) const CONTROL_SLICE_NS: u64 = 100_000;
 
 /// The calling thread has the control path's short scheduler slice while this
 /// lives, and the host's default again when it drops.
@@ -208,9 +203,6 @@ pub(super) fn own_memory_limit(plan: &Plan, base: &Baseline) -> u64 {
     plan.limits.memory_bytes.saturating_sub(base.reclaimable)
 }
 
-/// Stack the program starts on (vfork-like, until its execve).
-pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
-
 fn direct(
     plan: &Plan,
     prepared: &mut Prepared,
@@ -221,7 +213,7 @@ fn direct(
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
-    let mut program_stack = vec![0u8; PROGRAM_STACK];
+    let mut program_stack = vec![0u8; child::PROGRAM_STACK];
     let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
     spec.join_fds = cgroup.join_fds().iter().map(AsRawFd::as_raw_fd).collect();
     spec.cgroup_dir = cgroup.dir_fd();
