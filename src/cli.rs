@@ -346,6 +346,9 @@ pub struct ServeArgs {
     /// First webhook retry delay (doubled per failure, with jitter, for 24 h)
     #[arg(long, value_name = "SECS", default_value = "2")]
     pub webhook_backoff: Seconds,
+    /// How long a delivered or given-up webhook event is kept before it is deleted
+    #[arg(long, value_name = "SECS", default_value = "604800")]
+    pub webhook_retention: Seconds,
     /// The manager token (every scope)
     #[arg(
         long,

@@ -167,7 +167,120 @@ backend_tests!(
     callback_url_refused_without_secret_on_loopback_or_bad_scheme,
     two_servers_deliver_each_event_exactly_once,
     a_server_killed_mid_delivery_delivers_after_restart,
+    settled_events_are_deleted_after_the_retention_pending_ones_never,
 );
+
+/// One event's outbox row: (created_ms, delivered_ms, gave_up_ms), read from the
+/// database itself; `None` once it is deleted.
+async fn outbox_row(s: &TestServer, job_id: i64) -> Option<(i64, Option<i64>, Option<i64>)> {
+    use sqlx::Connection as _;
+    const SQL: &str =
+        "SELECT created_ms, delivered_ms, gave_up_ms FROM webhook_outbox WHERE job_id = $1";
+    if s.db.url.starts_with("postgres") {
+        let mut conn = sqlx::PgConnection::connect(&s.db.url).await.unwrap();
+        let row = sqlx::query_as(SQL)
+            .bind(job_id)
+            .fetch_optional(&mut conn)
+            .await;
+        conn.close().await.unwrap();
+        row.unwrap()
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(&s.db.url).await.unwrap();
+        let row = sqlx::query_as(SQL)
+            .bind(job_id)
+            .fetch_optional(&mut conn)
+            .await;
+        conn.close().await.unwrap();
+        row.unwrap()
+    }
+}
+
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    i64::try_from(since.unwrap().as_millis()).unwrap()
+}
+
+/// Waits (bounded only against a hang) until `job_id`'s row is deleted.
+async fn wait_deleted(s: &TestServer, job_id: i64) {
+    for _ in 0..1200 {
+        if outbox_row(s, job_id).await.is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the outbox row of job {job_id} is still there");
+}
+
+async fn settled_events_are_deleted_after_the_retention_pending_ones_never(backend: Backend) {
+    const RETENTION: Duration = Duration::from_millis(300);
+    let retention_ms = i64::try_from(RETENTION.as_millis()).unwrap();
+    let accepting = Receiver::start(&[], 0).await;
+    let failing = Receiver::start(&[500; 10_000], 0).await;
+    let short_retention = |c: &mut judge_runner::server::Config| {
+        webhooks_on(c);
+        c.webhooks.retention = RETENTION;
+        c.webhooks.prune_every = Duration::from_millis(50);
+    };
+    // Delivered, and one that keeps failing (retried for 24 h).
+    let s = TestServer::start_with(backend, short_retention).await;
+    let (_, key) = s.runner("r").await;
+    let (problem_id, _, _) = s.problem().await;
+    let (_, delivered_job) = submit_ok(&s, problem_id, &accepting.url).await;
+    let (_, failing_job) = submit_ok(&s, problem_id, &failing.url).await;
+    for _ in 0..2 {
+        let claim = s.claim(&key, &["python3"]).await.unwrap();
+        let (job_id, token) = lease_of(&claim);
+        let (status, body) = s.result(job_id, &token, &key, "Accepted").await;
+        assert_eq!(status, Status::OK, "{body}");
+    }
+    accepting.wait_for(1).await;
+    failing.wait_for(2).await;
+    // The delivered event goes once the retention has passed since its delivery.
+    wait_deleted(&s, delivered_job).await;
+    // The failing one is older than that by now, and older than twice the
+    // retention after a while more; still pending, it stays: age alone deletes
+    // nothing.
+    loop {
+        let (created, delivered, gave_up) = outbox_row(&s, failing_job)
+            .await
+            .expect("a pending event is kept");
+        assert_eq!((delivered, gave_up), (None, None));
+        if created < now_ms() - 2 * retention_ms {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Some prunes later (every 50 ms), still there.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        outbox_row(&s, failing_job).await.is_some(),
+        "a pending event is kept"
+    );
+    assert_eq!(s.metric("judge_webhook_outbox_pending").await, 1.0);
+    s.stop().await;
+
+    // Given up (at its first failure here), then deleted after the retention too.
+    let s = TestServer::start_with(backend, |c| {
+        short_retention(c);
+        c.webhooks.give_up_after = Duration::ZERO;
+    })
+    .await;
+    let (_, key) = s.runner("r").await;
+    let (problem_id, _, _) = s.problem().await;
+    let (_, given_up_job) = submit_ok(&s, problem_id, &failing.url).await;
+    let claim = s.claim(&key, &["python3"]).await.unwrap();
+    let (job_id, token) = lease_of(&claim);
+    let (status, body) = s.result(job_id, &token, &key, "Accepted").await;
+    assert_eq!(status, Status::OK, "{body}");
+    wait_deleted(&s, given_up_job).await;
+    assert_eq!(
+        s.metric("judge_webhook_deliveries_total{outcome=\"gave_up\"}")
+            .await,
+        1.0
+    );
+    assert_eq!(s.metric("judge_webhook_outbox_pending").await, 0.0);
+    s.stop().await;
+}
 
 async fn retried_until_2xx_with_one_delivery_id_and_a_valid_signature(backend: Backend) {
     let receiver = Receiver::start(&[500, 500], 0).await;

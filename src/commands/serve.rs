@@ -27,6 +27,7 @@ pub fn config_from(args: ServeArgs) -> Config {
     config.webhooks.allow_private = args.webhook_allow_private;
     config.webhooks.timeout = args.webhook_timeout.duration();
     config.webhooks.backoff = args.webhook_backoff.duration();
+    config.webhooks.retention = args.webhook_retention.duration();
     config
 }
 

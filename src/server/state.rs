@@ -65,6 +65,11 @@ pub struct WebhookConfig {
     pub give_up_after: Duration,
     /// How often the sender looks for due events.
     pub poll: Duration,
+    /// Settled events (delivered or given up) are deleted this long after they
+    /// settled (`--webhook-retention`); pending ones never.
+    pub retention: Duration,
+    /// How often a sender deletes what is past `retention`.
+    pub prune_every: Duration,
 }
 
 impl Default for WebhookConfig {
@@ -77,6 +82,8 @@ impl Default for WebhookConfig {
             max_backoff: Duration::from_secs(3600),
             give_up_after: Duration::from_secs(24 * 3600),
             poll: Duration::from_millis(500),
+            retention: Duration::from_secs(7 * 24 * 3600),
+            prune_every: Duration::from_secs(60),
         }
     }
 }

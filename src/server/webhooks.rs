@@ -32,6 +32,11 @@ pub const MAX_URL_LEN: usize = 2048;
 const BATCH: i64 = 32;
 /// A claimed row is held this much longer than one delivery may take.
 const HOLD_MARGIN: Duration = Duration::from_secs(5);
+/// Settled events one pruning statement deletes at most (SQLite's one writer is
+/// held for one such statement at a time).
+const PRUNE_BATCH: i64 = 1000;
+/// Statements per pruning round at most; the rest waits for the next round.
+const PRUNE_ROUNDS: usize = 20;
 /// `event` of the only event there is.
 pub const ATTEMPT_ENDED: &str = "attempt.ended";
 
@@ -210,6 +215,7 @@ pub async fn run(state: AppState, stop: CancellationToken) {
             return;
         }
     };
+    let mut pruned_at: Option<tokio::time::Instant> = None;
     loop {
         let poll = state.config.webhooks.poll;
         tokio::select! {
@@ -224,7 +230,40 @@ pub async fn run(state: AppState, stop: CancellationToken) {
                 }
             }
         }
+        if pruned_at.is_none_or(|at| at.elapsed() >= state.config.webhooks.prune_every) {
+            pruned_at = Some(tokio::time::Instant::now());
+            tokio::select! {
+                () = stop.cancelled() => return,
+                pruned = prune(&state) => {
+                    if let Err(e) = pruned {
+                        tracing::warn!(error = %e, "webhooks: pruning the outbox failed");
+                    }
+                }
+            }
+        }
     }
+}
+
+/// Deletes the settled events older than the retention, in bounded statements;
+/// answers how many. Every Server does it; on PostgreSQL two never wait for
+/// each other's rows (`SKIP LOCKED`).
+pub async fn prune(state: &AppState) -> Result<u64, DbError> {
+    let before = wall_ms().saturating_sub(millis(state.config.webhooks.retention));
+    let mut deleted = 0;
+    for _ in 0..PRUNE_ROUNDS {
+        let n = state.db.prune_webhooks(before, PRUNE_BATCH).await?;
+        deleted += n;
+        if n < PRUNE_BATCH.unsigned_abs() {
+            break;
+        }
+    }
+    if deleted > 0 {
+        tracing::info!(
+            deleted,
+            "webhooks: deleted settled events past the retention"
+        );
+    }
+    Ok(deleted)
 }
 
 /// Claims the due events and delivers them concurrently; answers how many were claimed.

@@ -36,6 +36,25 @@ macro_rules! claim_sql {
 const CLAIM_SQLITE: &str = claim_sql!("");
 const CLAIM_PG: &str = claim_sql!(" FOR UPDATE SKIP LOCKED");
 
+/// Settled rows (delivered or given up) settled before `$1`, oldest first, at
+/// most `$2`: one statement on both backends, walking the settled index
+/// (migration 0004) and never touching a pending row; PostgreSQL skips rows
+/// another Server is deleting at the same moment.
+macro_rules! prune_sql {
+    ($lock:literal) => {
+        concat!(
+            "DELETE FROM webhook_outbox WHERE id IN (SELECT id FROM webhook_outbox \
+               WHERE (delivered_ms IS NOT NULL OR gave_up_ms IS NOT NULL) \
+                 AND COALESCE(delivered_ms, gave_up_ms) < $1 \
+               ORDER BY COALESCE(delivered_ms, gave_up_ms) LIMIT $2",
+            $lock,
+            ")"
+        )
+    };
+}
+const PRUNE_SQLITE: &str = prune_sql!("");
+const PRUNE_PG: &str = prune_sql!(" FOR UPDATE SKIP LOCKED");
+
 /// Pending = written and neither delivered nor given up.
 const PENDING: &str =
     "SELECT COUNT(*) FROM webhook_outbox WHERE delivered_ms IS NULL AND gave_up_ms IS NULL";
@@ -113,6 +132,27 @@ impl Db {
         on_pool!(self, pool => sqlx::query(GAVE_UP).bind(id).bind(now).bind(error)
             .execute(pool).await.map(|_| ()))?;
         Ok(())
+    }
+
+    /// Deletes up to `limit` settled events that settled before `settled_before`
+    /// (wall-clock ms); answers how many it deleted. A pending event is never
+    /// deleted, whatever its age.
+    pub async fn prune_webhooks(&self, settled_before: i64, limit: i64) -> Result<u64, DbError> {
+        let deleted = match self.pool() {
+            Pool::Sqlite(pool) => sqlx::query(PRUNE_SQLITE)
+                .bind(settled_before)
+                .bind(limit)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+            Pool::Postgres(pool) => sqlx::query(PRUNE_PG)
+                .bind(settled_before)
+                .bind(limit)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+        };
+        Ok(deleted)
     }
 
     /// `judge_webhook_outbox_pending`.
