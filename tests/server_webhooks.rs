@@ -172,27 +172,38 @@ backend_tests!(
 
 /// One event's outbox row: (created_ms, delivered_ms, gave_up_ms), read from the
 /// database itself; `None` once it is deleted.
-async fn outbox_row(s: &TestServer, job_id: i64) -> Option<(i64, Option<i64>, Option<i64>)> {
+async fn outbox_row(
+    s: &TestServer,
+    backend: Backend,
+    job_id: i64,
+) -> Option<(i64, Option<i64>, Option<i64>)> {
     use sqlx::Connection as _;
     const SQL: &str =
         "SELECT created_ms, delivered_ms, gave_up_ms FROM webhook_outbox WHERE job_id = $1";
-    if s.db.url.starts_with("postgres") {
-        let mut conn = sqlx::PgConnection::connect(&s.db.url).await.unwrap();
-        let row = sqlx::query_as(SQL)
-            .bind(job_id)
-            .fetch_optional(&mut conn)
-            .await;
-        conn.close().await.unwrap();
-        row.unwrap()
-    } else {
-        let mut conn = sqlx::SqliteConnection::connect(&s.db.url).await.unwrap();
-        let row = sqlx::query_as(SQL)
-            .bind(job_id)
-            .fetch_optional(&mut conn)
-            .await;
-        conn.close().await.unwrap();
-        row.unwrap()
+    macro_rules! fetch_on {
+        ($connection:ty) => {{
+            let mut conn = <$connection>::connect(&s.db.url).await.unwrap();
+            let row = sqlx::query_as(SQL)
+                .bind(job_id)
+                .fetch_optional(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.unwrap();
+            row
+        }};
     }
+    match backend {
+        Backend::Sqlite => fetch_on!(sqlx::SqliteConnection),
+        Backend::Postgres => fetch_on!(sqlx::PgConnection),
+    }
+}
+
+/// The runner claims the next job and reports it Accepted (its attempt ends).
+async fn accept_next(s: &TestServer, key: &str) {
+    let claim = s.claim(key, &["python3"]).await.unwrap();
+    let (job_id, token) = lease_of(&claim);
+    let (status, body) = s.result(job_id, &token, key, "Accepted").await;
+    assert_eq!(status, Status::OK, "{body}");
 }
 
 fn now_ms() -> i64 {
@@ -201,9 +212,9 @@ fn now_ms() -> i64 {
 }
 
 /// Waits (bounded only against a hang) until `job_id`'s row is deleted.
-async fn wait_deleted(s: &TestServer, job_id: i64) {
+async fn wait_deleted(s: &TestServer, backend: Backend, job_id: i64) {
     for _ in 0..1200 {
-        if outbox_row(s, job_id).await.is_none() {
+        if outbox_row(s, backend, job_id).await.is_none() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -227,21 +238,17 @@ async fn settled_events_are_deleted_after_the_retention_pending_ones_never(backe
     let (problem_id, _, _) = s.problem().await;
     let (_, delivered_job) = submit_ok(&s, problem_id, &accepting.url).await;
     let (_, failing_job) = submit_ok(&s, problem_id, &failing.url).await;
-    for _ in 0..2 {
-        let claim = s.claim(&key, &["python3"]).await.unwrap();
-        let (job_id, token) = lease_of(&claim);
-        let (status, body) = s.result(job_id, &token, &key, "Accepted").await;
-        assert_eq!(status, Status::OK, "{body}");
-    }
+    accept_next(&s, &key).await;
+    accept_next(&s, &key).await;
     accepting.wait_for(1).await;
     failing.wait_for(2).await;
     // The delivered event goes once the retention has passed since its delivery.
-    wait_deleted(&s, delivered_job).await;
+    wait_deleted(&s, backend, delivered_job).await;
     // The failing one is older than that by now, and older than twice the
     // retention after a while more; still pending, it stays: age alone deletes
     // nothing.
     loop {
-        let (created, delivered, gave_up) = outbox_row(&s, failing_job)
+        let (created, delivered, gave_up) = outbox_row(&s, backend, failing_job)
             .await
             .expect("a pending event is kept");
         assert_eq!((delivered, gave_up), (None, None));
@@ -253,7 +260,7 @@ async fn settled_events_are_deleted_after_the_retention_pending_ones_never(backe
     // Some prunes later (every 50 ms), still there.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        outbox_row(&s, failing_job).await.is_some(),
+        outbox_row(&s, backend, failing_job).await.is_some(),
         "a pending event is kept"
     );
     assert_eq!(s.metric("judge_webhook_outbox_pending").await, 1.0);
@@ -268,11 +275,8 @@ async fn settled_events_are_deleted_after_the_retention_pending_ones_never(backe
     let (_, key) = s.runner("r").await;
     let (problem_id, _, _) = s.problem().await;
     let (_, given_up_job) = submit_ok(&s, problem_id, &failing.url).await;
-    let claim = s.claim(&key, &["python3"]).await.unwrap();
-    let (job_id, token) = lease_of(&claim);
-    let (status, body) = s.result(job_id, &token, &key, "Accepted").await;
-    assert_eq!(status, Status::OK, "{body}");
-    wait_deleted(&s, given_up_job).await;
+    accept_next(&s, &key).await;
+    wait_deleted(&s, backend, given_up_job).await;
     assert_eq!(
         s.metric("judge_webhook_deliveries_total{outcome=\"gave_up\"}")
             .await,

@@ -138,20 +138,12 @@ impl Db {
     /// (wall-clock ms); answers how many it deleted. A pending event is never
     /// deleted, whatever its age.
     pub async fn prune_webhooks(&self, settled_before: i64, limit: i64) -> Result<u64, DbError> {
-        let deleted = match self.pool() {
-            Pool::Sqlite(pool) => sqlx::query(PRUNE_SQLITE)
-                .bind(settled_before)
-                .bind(limit)
-                .execute(pool)
-                .await?
-                .rows_affected(),
-            Pool::Postgres(pool) => sqlx::query(PRUNE_PG)
-                .bind(settled_before)
-                .bind(limit)
-                .execute(pool)
-                .await?
-                .rows_affected(),
+        let sql = match self.pool() {
+            Pool::Sqlite(_) => PRUNE_SQLITE,
+            Pool::Postgres(_) => PRUNE_PG,
         };
+        let deleted = on_pool!(self, pool => sqlx::query(sql).bind(settled_before).bind(limit)
+            .execute(pool).await.map(|done| done.rows_affected()))?;
         Ok(deleted)
     }
 
