@@ -9,12 +9,11 @@
 mod sandbox_common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use judge_runner::sandbox::{self, host};
-use sandbox_common::Ctx;
+use sandbox_common::{Ctx, ReachableCopy};
 
 /// A language table whose one language's "toolchain" every host has (`uname`),
 /// beside one that no host has: the check must pass on the busybox guest too.
@@ -173,17 +172,11 @@ fn no_language_with_a_toolchain_is_a_failure_with_exit_1() {
 #[test]
 fn as_non_root_it_fails_the_root_check_with_exit_1() {
     let cx = Ctx::new("check_nonroot");
-    // Our binary may sit under root's 0700 home: run a copy the other uid can reach.
-    let bin_dir = tempfile::Builder::new()
-        .prefix("jr-bin-")
-        .tempdir()
-        .unwrap();
-    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = bin_dir.path().join("judge-runner");
-    std::fs::copy(env!("CARGO_BIN_EXE_judge-runner"), &bin).unwrap();
-    let langs = write(bin_dir.path(), "langs.yaml", LANGUAGES);
+    let bin = ReachableCopy::of_judge_runner();
+    let langs = write(bin.dir(), "langs.yaml", LANGUAGES);
     std::fs::set_permissions(&langs, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = Command::new(&bin)
+    let out = bin
+        .command_as_other_uid("judge-runner")
         .args([
             "check",
             "--json",
@@ -193,9 +186,6 @@ fn as_non_root_it_fails_the_root_check_with_exit_1() {
             &cx.parent,
         ])
         .args(["--box-id", &cx.box_id.to_string(), "--languages", &langs])
-        .uid(65534)
-        .gid(65534)
-        .current_dir("/")
         .output()
         .unwrap();
     let v = json(&out);

@@ -8,13 +8,16 @@
 
 mod sandbox_common;
 
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 
-use sandbox_common::Ctx;
+use sandbox_common::{Ctx, ReachableCopy};
 
 fn judge_runner(cx: &Ctx, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_judge-runner"));
+    sandbox_command(Command::new(env!("CARGO_BIN_EXE_judge-runner")), cx, args)
+}
+
+/// `c` with `sandbox`, the test's cgroup parent and box id, then `args`.
+fn sandbox_command(mut c: Command, cx: &Ctx, args: &[&str]) -> Command {
     c.args([
         "sandbox",
         "--cgroup-parent",
@@ -125,9 +128,9 @@ fn program_that_cannot_run_is_a_sandbox_error_exit_1() {
 #[test]
 fn non_root_refused_with_exit_1() {
     let cx = Ctx::new("cli_nonroot");
-    let out = judge_runner(&cx, &["--", "/bin/true"])
-        .uid(65534)
-        .gid(65534)
+    let bin = ReachableCopy::of_judge_runner();
+    let as_other = bin.command_as_other_uid("judge-runner");
+    let out = sandbox_command(as_other, &cx, &["--", "/bin/true"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -3,6 +3,8 @@
 //! gcc (or taken prebuilt from `JUDGE_PROBES_DIR`, as in the cgroup-v2 VM).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -176,4 +178,61 @@ pub fn capture_in(slot: &mut Slot, plan: Plan) -> (Report, String) {
         .run(&plan)
         .unwrap_or_else(|e| panic!("sandbox failed: {e}"));
     (r, std::fs::read_to_string(out.path()).unwrap())
+}
+
+/// The uid (and gid) of the tests that run our binary as somebody else.
+pub const OTHER_UID: u32 = 65534;
+
+/// Our binary, copied where [`OTHER_UID`] can reach it. The clone may sit under a
+/// directory that uid cannot enter (root's home is mode 0700), so every test that
+/// runs the binary (or a probe) as another uid goes through this one helper.
+pub struct ReachableCopy {
+    dir: tempfile::TempDir,
+}
+
+impl ReachableCopy {
+    /// Copy `judge-runner` into a fresh mode-0755 directory under the temp dir.
+    pub fn of_judge_runner() -> ReachableCopy {
+        Self::of(Path::new(env!("CARGO_BIN_EXE_judge-runner")))
+    }
+
+    /// Copy the executable `src` into a fresh mode-0755 directory under the temp
+    /// dir (checked: every directory above it lets others through).
+    pub fn of(src: &Path) -> ReachableCopy {
+        let dir = tempfile::Builder::new()
+            .prefix("jr-other-uid-")
+            .tempdir()
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        for up in dir.path().ancestors().skip(1) {
+            let mode = std::fs::metadata(up).unwrap().permissions().mode();
+            assert!(
+                mode & 0o001 != 0,
+                "{} (mode {mode:o}) keeps uid {OTHER_UID} out: set TMPDIR to a directory it can reach",
+                up.display()
+            );
+        }
+        let copy = ReachableCopy { dir };
+        let dst = copy.path(src.file_name().unwrap().to_str().unwrap());
+        std::fs::copy(src, &dst).unwrap();
+        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    }
+
+    /// The copy's directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A path in the copy's directory (for files the other uid must read too).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A command running the copied executable `name` as [`OTHER_UID`], in `/`.
+    pub fn command_as_other_uid(&self, name: &str) -> Command {
+        let mut c = Command::new(self.path(name));
+        c.uid(OTHER_UID).gid(OTHER_UID).current_dir("/");
+        c
+    }
 }
