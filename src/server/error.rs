@@ -128,7 +128,7 @@ impl From<DbError> for ApiError {
             DbError::NotFound { .. } => ApiError::NotFound(err.to_string()),
             DbError::AttemptConflict { .. } => ApiError::AttemptConflict(err.to_string()),
             DbError::AttemptFinished { .. } => ApiError::AttemptFinished(err.to_string()),
-            DbError::Sql(sqlx::Error::PoolTimedOut) => {
+            other if other.is_unavailable() => {
                 ApiError::Unavailable("the database is not answering; try again".to_string())
             }
             other => ApiError::Internal(other.to_string()),
@@ -141,6 +141,11 @@ impl From<StorageError> for ApiError {
         match err {
             StorageError::TooLarge { limit } => ApiError::TooLarge { limit },
             StorageError::Body { .. } => ApiError::invalid(err.to_string()),
+            // A full --storage refuses the upload (its temporary file is already
+            // gone) as a temporary condition, like a database that does not answer.
+            other if other.is_full() => {
+                ApiError::Unavailable("the Server's storage is full; try again later".to_string())
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -37,6 +37,19 @@ pub enum StorageError {
     Body { detail: String },
 }
 
+impl StorageError {
+    /// The file system under `--storage` is out of space (or quota).
+    pub fn is_full(&self) -> bool {
+        match self {
+            StorageError::Create { source, .. } | StorageError::Write { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ),
+            _ => false,
+        }
+    }
+}
+
 /// An upload received into a temporary file (removed on drop unless placed).
 #[derive(Debug)]
 pub struct Received {

@@ -37,6 +37,10 @@ static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator =
 
 /// How long a SQLite writer waits for the write lock before giving up.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request waits for a PostgreSQL connection. While the database is
+/// down sqlx keeps trying to connect until then: past it the request is answered
+/// 503 `unavailable` instead of hanging (a Runner retries a 503 with backoff).
+const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -69,6 +73,32 @@ pub enum DbError {
     Sql(#[from] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl DbError {
+    /// The database cannot be reached right now (down, restarting, every
+    /// connection busy): the request may succeed later, so it is answered 503
+    /// `unavailable`, never 500. PostgreSQL's SQLSTATE classes 08 (connection
+    /// exception) and 57P (operator intervention: shutdown, crash recovery) mean
+    /// the same when a pooled connection meets a restarting server.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            DbError::Sql(
+                sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Io(_)
+                | sqlx::Error::WorkerCrashed,
+            ) => true,
+            DbError::Sql(sqlx::Error::Database(e)) => e
+                .code()
+                .is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+            DbError::FilePlacement { source } => matches!(
+                source.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -295,7 +325,7 @@ async fn connect_postgres(url: &str, max_connections: u32) -> Result<PgPool, DbE
     let options: PgConnectOptions = url.parse()?;
     let pool = PgPoolOptions::new()
         .max_connections(max_connections.max(1))
-        .acquire_timeout(Duration::from_secs(30))
+        .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
         .connect_with(options)
         .await?;
     // sqlx takes an advisory lock, so servers starting together migrate once.
