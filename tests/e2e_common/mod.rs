@@ -123,6 +123,11 @@ impl Serve {
         Manager::new(&self.url, TOKEN)
     }
 
+    /// Whether the process has exited (it is reaped if so).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// SIGKILL and reap.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
