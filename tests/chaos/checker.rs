@@ -39,7 +39,7 @@ const LEASE_ROUTES: [&str; 6] = [
 ];
 
 fn counter(text: &str, name: &str) -> u64 {
-    metric_value(text, name).map_or(0, |v| v as u64)
+    metric_value(text, name).map_or(0, |v| v.round().max(0.0) as u64)
 }
 
 /// 409 answers to lease-bearing calls in one Server log.
@@ -259,7 +259,7 @@ pub async fn check(sys: &mut System, work: &Workload) -> Report {
         double_counted: double,
         wrong_verdicts: wrong,
         stale_refused: stale_logged,
-        deliveries: total(|j| j.deliveries) as i64,
+        deliveries: total(|j| j.deliveries + j.refunds + j.releases.min(3)) as i64,
         claims_counted: sums.get("judge_claims_total").copied().unwrap_or_default(),
         webhook_events: events,
         longest_wait_past_fault_free: longest,
@@ -365,7 +365,7 @@ impl Report {
             self.stale_refused
         );
         t += &format!(
-            "  deliveries (db / counted)        {} / {}\n",
+            "  claims (jobs' ledger / counted)   {} / {}\n",
             self.deliveries, self.claims_counted
         );
         t += &format!(

@@ -13,6 +13,7 @@
 //! `JUDGE_CHAOS_REPORT=FILE` writes the figures as JSON.
 #![allow(
     dead_code,
+    clippy::cast_possible_truncation,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::tests_outside_test_module

@@ -191,7 +191,8 @@ impl System {
                 .unwrap();
             let proxy = Proxy::start(upstreams.clone(), seed.wrapping_add(i as u64)).await;
             sys.daemons.push(DaemonSlot {
-                first_box: 100 * (i as u32 + 1),
+                // Disjoint from the other backend's run, which may run beside it.
+                first_box: 100 * (i as u32 + 1) + if backend == Backend::Sqlite { 30 } else { 0 },
                 key: created.key,
                 runner_id: created.runner_id,
                 proxy,
@@ -555,10 +556,10 @@ impl System {
                 .bearer_auth(TOKEN)
                 .send()
                 .await;
-            if revoked.is_ok_and(|r| r.status().is_success()) {
-                if let Ok(c) = m.create_runner(&format!("chaos-{i}-renewed")).await {
-                    break c;
-                }
+            if revoked.is_ok_and(|r| r.status().is_success())
+                && let Ok(c) = m.create_runner(&format!("chaos-{i}-renewed")).await
+            {
+                break c;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         };
