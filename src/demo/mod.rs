@@ -98,8 +98,9 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     config.listen = "127.0.0.1:0".to_string();
     let server = server::start(config, Arc::new(server::SystemClock)).await?;
     let manager = Manager::new(&server.base_url(), &token);
+    // Where to look while it runs (the console, the API with this token).
     eprintln!(
-        "judge-runner demo: Server on {} (SQLite in {})",
+        "judge-runner demo: Server listening on {} (manager token {token}; SQLite in {})",
         server.base_url(),
         work_dir.display()
     );
@@ -138,8 +139,19 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     if args.keep {
         let kept = work.keep();
         eprintln!("judge-runner demo: kept {}", kept.display());
+        eprintln!("{}", serve_again(&kept, &token));
     }
     Ok(all_matched)
+}
+
+/// How to look at a kept demo later: a Server on its database and storage, with
+/// the demo's manager token (the Server is gone once the demo ends).
+fn serve_again(kept: &Path, token: &str) -> String {
+    format!(
+        "judge-runner demo: to open it again: JUDGE_MANAGER_TOKEN={token} judge-runner serve --database sqlite://{} --storage {}",
+        kept.join("judge.db").display(),
+        kept.join("storage").display()
+    )
 }
 
 /// The demo's own cgroup parent, removed when dropped (it is empty by then:
