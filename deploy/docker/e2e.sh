@@ -7,7 +7,7 @@
 # On one private (--internal) Docker network: a PostgreSQL container, two `serve`
 # containers on it sharing one storage volume (both under the network alias
 # `judge`, which Docker's DNS answers with every live Server), and three
-# Runner containers started as README.md shows them (`--server http://judge:8080`).
+# Runner containers started as docs/runner.md ("Docker") shows them (`--server http://judge:8080`).
 # Everything is checked from outside, through the HTTP API (and, at the end,
 # PostgreSQL itself). One `PASS name` / `FAIL name: why` line per case,
 # `N passed, M failed` last; exit 0 only when nothing failed. Every container,
@@ -245,7 +245,7 @@ privileged_form() {
   log "this engine refuses --privileged (its bounding set lacks ${lacks[*]}); Runners get: ${PRIV[*]}"
 }
 
-# The Runner, exactly as README.md ("Docker runner pools") shows it.
+# The Runner, exactly as docs/runner.md ("Docker") shows it.
 start_runner() {  # N KEY
   local n=$1 key=$2 name=$P-runner-$1
   if [ "$CGROUP" = v2 ]; then
@@ -277,13 +277,13 @@ runner_up() {  # the daemon passed its self-test and serves metrics
   curl -fsS -m 5 "http://$(ip_of "$1"):9464/metrics" 2>/dev/null | grep -q '^judge_runner_slots'
 }
 
-# ---- README shows what this test starts -----------------------------------------
+# ---- docs/runner.md shows what this test starts ---------------------------------
 
-# The README's commands, continuation lines joined, spaces squeezed: the
+# The commands of docs/runner.md ("Docker"), continuation lines joined, spaces squeezed: the
 # Runner (both cgroup forms) and Server lines of start_runner/start_server
-# above, with README's names for what the test names judge-e2e-<pid>-*.
+# above, with the names there for what the test names judge-e2e-<pid>-*.
 log "case readme.form"
-readme=$(sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' "$REPO/README.md" | tr -s ' ')
+readme=$(sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' "$REPO/docs/runner.md" | tr -s ' ')
 runner_v1='--network judge-net --privileged --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw -e JUDGE_RUNNER_KEY=jrk_... -v judge-cache:/var/cache/judge-runner judge-runner daemon --server http://judge:8080 --cache /var/cache/judge-runner --metrics 0.0.0.0:9464 --cgroup-parent runner-1 --first-box 100'
 runner_v2='--network judge-net --privileged --cgroupns=private -e JUDGE_RUNNER_KEY=jrk_... -v judge-cache:/var/cache/judge-runner judge-runner daemon --server http://judge:8080 --cache /var/cache/judge-runner --metrics 0.0.0.0:9464 --first-box 100'
 server='--network judge-net --network-alias judge --user judge -e JUDGE_MANAGER_TOKEN=$TOKEN -e JUDGE_HEALTHCHECK_URL=http://127.0.0.1:8080/healthz -v judge-storage:/var/lib/judge-runner/storage judge-runner serve --listen 0.0.0.0:8080 --database postgres://judge:$PGPW@db:5432/judge --storage /var/lib/judge-runner/storage'
@@ -293,7 +293,7 @@ for form in runner_v1 runner_v2 server database; do
   grep -qF -- "${!form}" <<<"$readme" || bad+=" $form;"
 done
 grep -qF 'docker network create --internal judge-net' <<<"$readme" || bad+=" network;"
-if [ -z "$bad" ]; then pass readme.form; else fail readme.form "README.md lacks the test's form of:$bad"; fi
+if [ -z "$bad" ]; then pass readme.form; else fail readme.form "docs/runner.md lacks the test's form of:$bad"; fi
 
 # ---- images --------------------------------------------------------------------
 
