@@ -26,8 +26,8 @@
 #   -t, --timeout S    limit for the whole guest, boot to power-off (default 900)
 #   -m, --memory MIB   guest memory (default 1024)
 #       --log FILE     keep the console output in FILE too
-# Environment: CGV2_GUEST_CACHE (default $CARGO_TARGET_DIR or ./target, then
-# /cgv2-guest) holds the kernels and busybox; CGV2_GUEST_ACCEL=kvm|tcg overrides
+# Environment: CGV2_GUEST_CACHE holds the kernels and busybox (default
+# target/cgv2-guest, or $CARGO_TARGET_DIR/cgv2-guest); CGV2_GUEST_ACCEL=kvm|tcg overrides
 # the choice of accelerator; CGV2_GUEST_APPEND is added to the kernel command
 # line (loglevel=7 shows the whole boot).
 set -euo pipefail
@@ -35,9 +35,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
 say() { echo "cgv2-guest: $*" >&2; }
-usage() {
+usage() { # exit status
   sed -n '/^#   tests/,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-  exit 2
+  exit "$1"
 }
 setup_failed() {
   say "$*"
@@ -64,13 +64,13 @@ while [ $# -gt 0 ]; do
     -t | --timeout) timeout=$2; shift 2 ;;
     -m | --memory) memory=$2; shift 2 ;;
     --log) log=$2; shift 2 ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     --) shift; args=("$@"); break ;;
-    -*) say "unknown option $1"; usage ;;
+    -*) say "unknown option $1"; usage 2 ;;
     *) bins+=("$1"); shift ;;
   esac
 done
-[ ${#bins[@]} -gt 0 ] || { say "no test binary given"; usage; }
+[ ${#bins[@]} -gt 0 ] || { say "no test binary given"; usage 2; }
 for b in "${bins[@]}" ${libs_of[@]+"${libs_of[@]}"}; do
   [ -f "$b" ] && [ -x "$b" ] || { say "$b is not an executable file"; exit 2; }
 done
