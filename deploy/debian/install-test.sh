@@ -201,8 +201,8 @@ fi
 
 # ---- install ---------------------------------------------------------------------
 
-docker cp "$deb" "$P:/root/" >/dev/null
-debname=/root/$(basename "$deb")
+docker cp "$deb" "$P:/var/tmp/" >/dev/null
+debname=/var/tmp/$(basename "$deb")
 # Every package the .deb names is a real bookworm package.
 missing=""
 for p in $(names Recommends) $(names Suggests); do
