@@ -28,8 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use reqwest::{Method, StatusCode, Url};
-use serde::de::DeserializeOwned;
+use reqwest::{Method, StatusCode};
 
 use crate::package::{FetchPolicy, ServerKey};
 use crate::protocol::codes::error as code;
@@ -43,8 +42,9 @@ use super::backend::{
     Backend, BackendError, ForwardedJob, RemoteAttempt, RemoteResult, RemoteState, Submitted,
 };
 
-/// How long one call to B may take (uploads: see [`UPLOAD_TIMEOUT`]).
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+mod http;
+use http::{CALL_TIMEOUT, Http, Refusal, success};
+
 /// How long a package upload to B may take.
 const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 /// The reasons of B's `Failed` attempts that another attempt may mend (the
@@ -82,53 +82,13 @@ pub struct PackageSource {
 
 /// Another judge-runner Server.
 pub struct JudgeServer {
-    http: reqwest::Client,
-    base: Url,
-    token: String,
+    http: Http,
     /// B's `callback_url` for the forwarder's webhook listener, while B takes it.
     callback_url: Option<String>,
     callbacks_refused: AtomicBool,
     packages: PackageSource,
     /// Package key → B's problem id, as B answered it.
     problems: Mutex<HashMap<String, i64>>,
-}
-
-/// A call's answer that is not a success.
-enum Refusal {
-    /// No answer, 5xx, 408/429, or a body that does not parse.
-    Unavailable(String),
-    /// A 4xx with the contract's error code.
-    Refused {
-        status: u16,
-        code: String,
-        message: String,
-    },
-}
-
-impl From<Refusal> for BackendError {
-    fn from(refusal: Refusal) -> Self {
-        match refusal {
-            Refusal::Unavailable(detail) => BackendError::Unavailable { detail },
-            // Credentials B no longer takes: not the job's fault. The claims
-            // pause (`ready`) until an operator mends it; held jobs go back to A.
-            Refusal::Refused {
-                status: 401 | 403,
-                code,
-                message,
-            } => BackendError::Unavailable {
-                detail: format!("B refuses the forwarder's token ({code}: {message})"),
-            },
-            Refusal::Refused { code, message, .. } => BackendError::Failed {
-                reason: if code.is_empty() {
-                    "forward.refused".to_string()
-                } else {
-                    code
-                },
-                retryable: false,
-                message,
-            },
-        }
-    }
 }
 
 impl JudgeServer {
@@ -140,78 +100,13 @@ impl JudgeServer {
         callback_url: Option<String>,
         packages: PackageSource,
     ) -> Result<JudgeServer, String> {
-        let with_slash = if base.ends_with('/') {
-            base.to_string()
-        } else {
-            format!("{base}/")
-        };
-        let base = Url::parse(&with_slash).map_err(|e| format!("--to {base:?}: {e}"))?;
-        if !matches!(base.scheme(), "http" | "https") {
-            return Err(format!("--to {base}: expected an http:// or https:// URL"));
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .user_agent(concat!("judge-runner-forward/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| e.to_string())?;
         Ok(JudgeServer {
-            http,
-            base,
-            token: token.to_string(),
+            http: Http::new(base, token)?,
             callback_url,
             callbacks_refused: AtomicBool::new(false),
             packages,
             problems: Mutex::new(HashMap::new()),
         })
-    }
-
-    fn url(&self, path: &str) -> Result<Url, Refusal> {
-        self.base
-            .join(path)
-            .map_err(|e| Refusal::Unavailable(format!("bad path {path:?}: {e}")))
-    }
-
-    /// One call: the answer's status and bytes, or no answer.
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        timeout: Duration,
-        build: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
-    ) -> Result<(StatusCode, reqwest::header::HeaderMap, bytes::Bytes), Refusal> {
-        let request = self
-            .http
-            .request(method, self.url(path)?)
-            .bearer_auth(&self.token)
-            .timeout(timeout);
-        let unanswered =
-            |e: reqwest::Error| Refusal::Unavailable(format!("{path}: {}", describe(&e)));
-        let response = build(request).send().await.map_err(unanswered)?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response.bytes().await.map_err(unanswered)?;
-        Ok((status, headers, bytes))
-    }
-
-    /// A call whose success is JSON of type `T`.
-    async fn json<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        build: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
-    ) -> Result<(T, reqwest::header::HeaderMap), Refusal> {
-        let (status, headers, bytes) = self.call(method, path, CALL_TIMEOUT, build).await?;
-        let value = success(path, status, &bytes)?;
-        Ok((value, headers))
-    }
-
-    /// The bytes of a successful GET.
-    async fn bytes(&self, path: &str) -> Result<Vec<u8>, Refusal> {
-        let (status, _, bytes) = self.call(Method::GET, path, CALL_TIMEOUT, |r| r).await?;
-        if status.is_success() {
-            return Ok(bytes.to_vec());
-        }
-        Err(refusal(path, status, &bytes))
     }
 
     /// B's problem for the job's package: remembered, else uploaded under the
@@ -256,6 +151,7 @@ impl JudgeServer {
             None => "api/problems".to_string(),
         };
         let (status, _, bytes) = self
+            .http
             .call(Method::POST, &path, UPLOAD_TIMEOUT, |r| {
                 r.header("Idempotency-Key", &key)
                     .header(reqwest::header::CONTENT_TYPE, "application/gzip")
@@ -315,6 +211,7 @@ impl JudgeServer {
             callback_url,
         };
         let (created, headers) = self
+            .http
             .json::<AttemptCreated>(Method::POST, "api/submissions", |r| {
                 r.header("Idempotency-Key", &job.key).json(&body)
             })
@@ -353,6 +250,7 @@ impl JudgeServer {
             expected_attempt: Some(newest.attempt),
         };
         match self
+            .http
             .json::<AttemptCreated>(Method::POST, &path, |r| r.json(&body))
             .await
         {
@@ -382,7 +280,7 @@ impl JudgeServer {
 
     async fn submission(&self, id: i64) -> Result<SubmissionView, BackendError> {
         let path = format!("api/submissions/{id}");
-        Ok(self.json(Method::GET, &path, |r| r).await?.0)
+        Ok(self.http.json(Method::GET, &path, |r| r).await?.0)
     }
 
     /// A finished attempt's Result and attachments.
@@ -394,7 +292,7 @@ impl JudgeServer {
         for name in ATTACHMENTS {
             if job.files.iter().any(|f| f == name) {
                 let path = format!("api/jobs/{}/files/{name}", job.id);
-                attachments.push((name, self.bytes(&path).await?));
+                attachments.push((name, self.http.bytes(&path).await?));
             }
         }
         Ok(RemoteState::Done(Box::new(RemoteResult {
@@ -426,9 +324,13 @@ impl Backend for JudgeServer {
             (Method::GET, "api/submissions/0", "console:read", |r| r),
         ];
         for (method, path, scope, build) in probes {
-            match self.call(method.clone(), path, CALL_TIMEOUT, build).await {
+            match self
+                .http
+                .call(method.clone(), path, CALL_TIMEOUT, build)
+                .await
+            {
                 Err(Refusal::Unavailable(detail)) => {
-                    tracing::warn!(to = %self.base, %detail, "cannot check the token now: B does not answer; starting anyway");
+                    tracing::warn!(to = %self.http.base, %detail, "cannot check the token now: B does not answer; starting anyway");
                     return Ok(());
                 }
                 Err(Refusal::Refused { .. }) => {}
@@ -442,7 +344,7 @@ impl Backend for JudgeServer {
                          the forwarder needs the manager token or a token with the scopes \
                          problems:write, submissions:write and console:read (missing: {scope}); \
                          check --to-token / JUDGE_FORWARD_TOKEN",
-                        self.base,
+                        self.http.base,
                         status.as_u16()
                     ));
                 }
@@ -454,6 +356,7 @@ impl Backend for JudgeServer {
 
     async fn ready(&self) -> bool {
         match self
+            .http
             .call(Method::GET, "api/submissions/0", CALL_TIMEOUT, |r| r)
             .await
         {
@@ -481,7 +384,7 @@ impl Backend for JudgeServer {
             {
                 // A refused request records nothing under its key, so the same
                 // key without the callback is a first request, not a conflict.
-                tracing::error!(to = %self.base, code = %c, %message, "B refuses the callback URL: waiting on B by polling from now on");
+                tracing::error!(to = %self.http.base, code = %c, %message, "B refuses the callback URL: waiting on B by polling from now on");
                 self.callbacks_refused.store(true, Ordering::Relaxed);
                 self.create(job, problem_id, None).await
             }
@@ -566,7 +469,7 @@ impl Backend for JudgeServer {
     }
 
     fn describe(&self) -> String {
-        format!("the judge-runner Server at {}", self.base)
+        format!("the judge-runner Server at {}", self.http.base)
     }
 }
 
@@ -583,50 +486,11 @@ fn is_retryable_reason(reason: &str) -> bool {
     RETRYABLE_REASONS.contains(&reason)
 }
 
-/// A success's JSON, or the refusal it is.
-fn success<T: DeserializeOwned>(
-    path: &str,
-    status: StatusCode,
-    bytes: &[u8],
-) -> Result<T, Refusal> {
-    if !status.is_success() {
-        return Err(refusal(path, status, bytes));
-    }
-    serde_json::from_slice(bytes).map_err(|e| {
-        Refusal::Unavailable(format!(
-            "{path}: {status} with a body that is not the contract's: {e}"
-        ))
-    })
-}
-
-fn refusal(path: &str, status: StatusCode, bytes: &[u8]) -> Refusal {
-    let error: Option<ErrorBody> = serde_json::from_slice(bytes).ok();
-    let (code, message) = match error {
-        Some(e) => (e.error, e.message),
-        None => (
-            String::new(),
-            String::from_utf8_lossy(bytes).chars().take(200).collect(),
-        ),
-    };
-    if status.is_server_error()
-        || status == StatusCode::REQUEST_TIMEOUT
-        || status == StatusCode::TOO_MANY_REQUESTS
-    {
-        return Refusal::Unavailable(format!("{path}: {status} {code}: {message}"));
-    }
-    Refusal::Refused {
-        status: status.as_u16(),
-        code,
-        message,
-    }
-}
-
 fn garbage(what: &str) -> BackendError {
     BackendError::Unavailable {
         detail: format!("B answered {what}"),
     }
 }
 
-fn describe(err: &reqwest::Error) -> String {
-    crate::package::describe_http_error(err)
-}
+#[cfg(test)]
+mod tests;
