@@ -467,6 +467,10 @@ pub struct DemoArgs {
     /// Example problems to judge [default: the bundled examples/problems]
     #[arg(long, value_name = "DIR")]
     pub problems: Option<PathBuf>,
+    /// Judge through a forwarding Runner: a second Server whose daemon judges, and
+    /// `judge-runner forward` between it and the Server the submissions go to
+    #[arg(long)]
+    pub forward: bool,
 }
 
 #[derive(Debug, Clone, Args)]

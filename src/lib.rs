@@ -22,7 +22,7 @@
 //! - `verify → judge`, `verify → package` (beside `runner`; neither imports the other);
 //! - `runner → protocol ← server`; `server → package` (to refuse invalid uploads);
 //! - `forward → runner`, `forward → package`, `forward → protocol` (beside `runner`;
-//!   never `server`, `judge` or `sandbox`; nothing but `commands` imports it);
+//!   never `server`, `judge` or `sandbox`; only `commands` and `demo` import it);
 //! - `server` never imports `runner`, `judge` or `sandbox`;
 //! - `sandbox` imports no other module of ours; `protocol` only `units` at most;
 //!   `units` and `cfloat` import nothing of ours;

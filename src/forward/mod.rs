@@ -12,7 +12,7 @@
 //!
 //! Imports `runner` (client, claim loop, lease keeper, settle, shutdown,
 //! metrics), `package` (fetching A's packages) and `protocol`; never `server`,
-//! `judge` or `sandbox`. Nothing imports it but `commands`.
+//! `judge` or `sandbox`. Only `commands` and `demo` import it.
 
 pub mod backend;
 pub mod callbacks;
