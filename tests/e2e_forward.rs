@@ -895,3 +895,89 @@ async fn sigterm_finishes_within_grace_else_releases() {
     assert_eq!(at_b.state, JobState::Completed, "B's attempt goes on");
     fed.cleanup().await;
 }
+
+/// B's token with exactly the scopes the forwarder needs (`problems:write`,
+/// `submissions:write`, `console:read`) forwards a job; one without
+/// `submissions:write` is refused at start naming it. Skipped while B's
+/// `POST /api/tokens` does not grant these scopes (it answers 400), so it runs
+/// from the day the scoped tokens are in.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scoped_token_forwards_once_scopes_exist() {
+    let fed = Federation::start(Setup {
+        name: "fwd-scoped",
+        backend: Backend::Sqlite,
+        a_lease: 30,
+        a_extra: &[],
+        b_extra: &[],
+        first_box: 3890,
+    })
+    .await
+    .unwrap();
+    let token = |scopes: &'static [&'static str]| {
+        let url = format!("{}/api/tokens", fed.b.url);
+        async move {
+            let answer = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(TOKEN)
+                .json(&serde_json::json!({ "scopes": scopes }))
+                .send()
+                .await
+                .unwrap();
+            if answer.status() != 201 {
+                return None;
+            }
+            let body: serde_json::Value = answer.json().await.unwrap();
+            Some(body["token"].as_str().unwrap().to_string())
+        }
+    };
+    let Some(scoped) = token(&["problems:write", "submissions:write", "console:read"]).await else {
+        eprintln!("skipped: B does not grant the forwarder's scopes yet");
+        fed.cleanup().await;
+        return;
+    };
+    let reader = token(&["problems:write", "console:read"]).await.unwrap();
+    let mut refused = Forwarder::start(
+        &fed.scene,
+        &fed.a.url,
+        &fed.key,
+        &fed.b.url,
+        &reader,
+        "refused.log",
+        &[],
+    );
+    let status = refused.wait_exit(Duration::from_secs(60));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(1),
+        "{}",
+        refused.log_text()
+    );
+    assert!(
+        refused.log_text().contains("missing: submissions:write"),
+        "{}",
+        refused.log_text()
+    );
+
+    let forwarder = Forwarder::start(
+        &fed.scene,
+        &fed.a.url,
+        &fed.key,
+        &fed.b.url,
+        &scoped,
+        "forward.log",
+        &[],
+    );
+    let a = fed.a.manager();
+    let (dir, language, files) = example("addition", "accepted", "add.py");
+    let (problem, _) = upload(&a, &dir).await;
+    let job = a.submit(problem, &language, files).await.unwrap().job_id;
+    let done = wait_job(&a, job, LONG, "final", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", fed.logs());
+    assert_eq!(done.result.unwrap().verdict, "Accepted");
+    assert!(
+        a.file(job, "details").await.is_ok(),
+        "details read at B with console:read"
+    );
+    drop(forwarder);
+    fed.cleanup().await;
+}
