@@ -35,6 +35,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run the Runner daemon: claim jobs from a Server and evaluate them
     Daemon(DaemonArgs),
+    /// Run a forwarding Runner: claim jobs from a Server and have another Server judge them
+    Forward(ForwardArgs),
     /// Run the whole system on this machine with the bundled example problems
     Demo(DemoArgs),
     /// Check that this host can judge, and measure its sandbox's overhead
@@ -405,6 +407,56 @@ pub struct DaemonArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct ForwardArgs {
+    /// Base URL of the Server jobs are claimed from (A)
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+    /// This forwarder's Runner key at A (from POST /api/runners)
+    #[arg(
+        long,
+        env = "JUDGE_RUNNER_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub key: String,
+    /// Base URL of the Server that judges the jobs (B)
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// The forwarder's token at B: the manager token, or one with problems:write, submissions:write, console:read
+    #[arg(
+        long,
+        env = "JUDGE_FORWARD_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub to_token: String,
+    /// Jobs held at once (they wait on B, not on a CPU here)
+    #[arg(long, value_name = "N", default_value_t = crate::forward::DEFAULT_IN_FLIGHT,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub in_flight: u32,
+    /// Receive B's attempt.ended webhooks on this address (polling only without it)
+    #[arg(long, value_name = "ADDR")]
+    pub callback_listen: Option<SocketAddr>,
+    /// The URL B is given for its webhooks [default: http://<callback-listen>/attempt-ended]
+    #[arg(long, value_name = "URL", requires = "callback_listen")]
+    pub callback_url: Option<String>,
+    /// Languages offered to A (comma-separated); B must accept them
+    #[arg(
+        long,
+        value_name = "LANGS",
+        value_delimiter = ',',
+        default_value = "c,cpp,python3,rust,java"
+    )]
+    pub languages: Vec<String>,
+    /// Serve Prometheus metrics on this address
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// On SIGTERM/SIGINT, let jobs B has accepted finish for up to SECS before releasing them
+    #[arg(long, value_name = "SECS", default_value = "0")]
+    pub grace: Seconds,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Slots of the demo's Runner [default: CPUs - 1, at least 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -415,6 +467,10 @@ pub struct DemoArgs {
     /// Example problems to judge [default: the bundled examples/problems]
     #[arg(long, value_name = "DIR")]
     pub problems: Option<PathBuf>,
+    /// Judge through a forwarding Runner: a second Server whose daemon judges, and
+    /// `judge-runner forward` between it and the Server the submissions go to
+    #[arg(long)]
+    pub forward: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -11,6 +11,7 @@
 //! | [`protocol`] | wire types shared by the Server and the Runner; no I/O |
 //! | [`server`] | `serve`: jobs, leases, results over HTTP on SQLite/PostgreSQL |
 //! | [`runner`] | `daemon`: claim, evaluate, renew, report |
+//! | [`forward`] | `forward`: claim like a daemon, judge at another Server under the same lease rules |
 //! | [`verify`] | `verify`: judge a package's example submissions in parallel, compare with their folders |
 //! | [`units`] | sizes and durations as written on the command line (a leaf) |
 //! | [`cfloat`] | floats as C's `strtod` reads them: validator tokens and tolerances (a leaf) |
@@ -20,6 +21,8 @@
 //! - `runner → judge → sandbox`; `runner → package`; `judge → package` (types only);
 //! - `verify → judge`, `verify → package` (beside `runner`; neither imports the other);
 //! - `runner → protocol ← server`; `server → package` (to refuse invalid uploads);
+//! - `forward → runner`, `forward → package`, `forward → protocol` (beside `runner`;
+//!   never `server`, `judge` or `sandbox`; only `commands` and `demo` import it);
 //! - `server` never imports `runner`, `judge` or `sandbox`;
 //! - `sandbox` imports no other module of ours; `protocol` only `units` at most;
 //!   `units` and `cfloat` import nothing of ours;
@@ -30,6 +33,7 @@ pub mod cfloat;
 pub mod cli;
 pub mod commands;
 pub mod demo;
+pub mod forward;
 pub mod judge;
 pub mod package;
 pub mod protocol;

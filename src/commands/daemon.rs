@@ -70,7 +70,7 @@ pub fn run(args: DaemonArgs) -> ExitCode {
     }
 }
 
-async fn watch_signals(
+pub(super) async fn watch_signals(
     signals: (std::io::Result<Signal>, std::io::Result<Signal>),
     shutdown: Shutdown,
     grace: Duration,

@@ -3,6 +3,7 @@
 
 mod check;
 mod daemon;
+mod forward;
 mod judge;
 mod package;
 mod sandbox;
@@ -26,7 +27,7 @@ pub const EXIT_FAILURE: u8 = 1;
 /// stays readable; `RUST_LOG` overrides.
 pub fn init_tracing(command: &Command) {
     let default = match command {
-        Command::Serve(_) | Command::Daemon(_) => "info",
+        Command::Serve(_) | Command::Daemon(_) | Command::Forward(_) => "info",
         Command::Sandbox(_)
         | Command::Judge(_)
         | Command::Package(_)
@@ -57,6 +58,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Package(cmd) => package::run(cmd),
         Command::Serve(args) => serve::run(args),
         Command::Daemon(args) => daemon::run(args),
+        Command::Forward(args) => forward::run(args),
         Command::Demo(args) => crate::demo::run(args),
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(&args),

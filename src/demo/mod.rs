@@ -105,11 +105,34 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
         work_dir.display()
     );
 
-    let runner = manager.create_runner("demo").await?;
+    // With --forward the daemon serves a second Server (B) and a forwarder
+    // brings it the work submitted to the first (A).
+    let judging = if args.forward {
+        let mut config = server::Config::new(
+            format!("sqlite://{}", work_dir.join("judge-b.db").display()),
+            work_dir.join("storage-b"),
+            token.clone(),
+        );
+        config.listen = "127.0.0.1:0".to_string();
+        let b = server::start(config, Arc::new(server::SystemClock)).await?;
+        eprintln!(
+            "judge-runner demo: judged at a second Server on {}, through a forwarding Runner",
+            b.base_url()
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let daemon_server = judging
+        .as_ref()
+        .map_or_else(|| server.base_url(), server::ServerHandle::base_url);
+    let runner = Manager::new(&daemon_server, &token)
+        .create_runner("demo")
+        .await?;
     let cgroup_parent = format!("judge-runner-demo-{}", std::process::id());
     // Removed however the demo ends, a failed start included.
     let _parent = ParentCgroup(cgroup_parent.clone());
-    let mut daemon_config = crate::runner::Config::new(server.base_url(), runner.key);
+    let mut daemon_config = crate::runner::Config::new(daemon_server.clone(), runner.key);
     daemon_config.slots = args.slots;
     daemon_config.cache_dir = work_dir.join("packages-cache");
     daemon_config.work_base = Some(work_dir.clone());
@@ -127,13 +150,37 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     );
     let shutdown = Shutdown::new();
     let daemon_task = tokio::spawn(daemon.run(shutdown.clone()));
+    let forward_task = match &judging {
+        Some(b) => {
+            let key = manager.create_runner("demo-forward").await?.key;
+            let mut config = crate::forward::Config::new(
+                server.base_url(),
+                key,
+                b.base_url(),
+                token.clone(),
+                offered.clone(),
+            );
+            config.staging = Some(work_dir.clone());
+            let forwarder = crate::forward::Forwarder::build(config)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Some(tokio::spawn(forwarder.run(shutdown.clone())))
+        }
+        None => None,
+    };
 
     let started = Instant::now();
     let judged = submit_and_watch(&manager, &problems, &offered).await;
     let wall = started.elapsed();
     shutdown.now();
+    if let Some(task) = forward_task {
+        let _ = task.await;
+    }
     let _ = daemon_task.await;
     server.shutdown().await?;
+    if let Some(b) = judging {
+        b.shutdown().await?;
+    }
     let tracked = judged?;
     let all_matched = print_table(&tracked, wall);
     if args.keep {

@@ -114,6 +114,35 @@ pub struct ServerKeyError {
     pub detail: String,
 }
 
+/// Downloads the package at `url` to `dest` (created or truncated), at most
+/// `max_bytes`, and checks that its bytes hash to `sha256`: a package handed on
+/// as it is, never unpacked (the forwarding Runner uploads it to another Server).
+/// The key goes to its own origin only, as for the cache. Answers the size.
+pub async fn fetch_archive(
+    url: &str,
+    sha256: &str,
+    key: Option<&ServerKey>,
+    dest: &Path,
+    max_bytes: u64,
+    policy: &FetchPolicy,
+) -> Result<u64, PackageError> {
+    if !super::is_sha256_hex(sha256) {
+        return Err(PackageError::BadSha256 {
+            given: sha256.to_string(),
+        });
+    }
+    let client = policy.client()?;
+    let downloaded = download(&client, key, url, dest, max_bytes, policy).await?;
+    if !downloaded.sha256.eq_ignore_ascii_case(sha256) {
+        return Err(PackageError::ChecksumMismatch {
+            url: url.to_string(),
+            expected: sha256.to_ascii_lowercase(),
+            actual: downloaded.sha256,
+        });
+    }
+    Ok(downloaded.bytes)
+}
+
 /// What one attempt left behind.
 enum AttemptError {
     /// Another attempt may succeed.

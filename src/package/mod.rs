@@ -18,7 +18,7 @@ mod unpack;
 pub use cache::{Cache, CacheEntry, FetchPolicy};
 pub use error::{FetchFailure, PackageError, UnpackRefusal};
 pub(crate) use fetch::describe as describe_http_error;
-pub use fetch::{ServerKey, ServerKeyError};
+pub use fetch::{ServerKey, ServerKeyError, fetch_archive};
 pub use hash::{is_sha256_hex, sha256_file};
 pub use load::{LoadedPackage, load};
 pub use parse::{find_problem_root, parse};

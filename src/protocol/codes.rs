@@ -82,6 +82,8 @@ pub mod error {
 
     /// Body is not valid JSON, or misses a field, or has a field of the wrong type.
     pub const REQUEST_INVALID: &str = "request.invalid";
+    /// 409: an `Idempotency-Key` already answered another request (CONTRACT §7).
+    pub const REQUEST_CONFLICT: &str = "request.conflict";
     /// Body over the configured limit.
     pub const REQUEST_TOO_LARGE: &str = "request.too_large";
     /// No such runner, problem, submission, job, trial, package or file.

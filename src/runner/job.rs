@@ -2,9 +2,10 @@
 //! answer: package through the cache, parse, judge on a blocking thread with the
 //! lease kept alive, then attachments and Result, or `/failure`, or `/release`.
 //!
-//! Every way out is one of four [`Evaluated`] values, settled in one place:
-//! a verdict is reported, an infrastructure failure goes to `/failure` (never as
-//! a verdict), a lost lease drops everything, a stopping daemon releases.
+//! Every way out is one of four [`Evaluated`] values, settled in one place
+//! ([`settle`](super::settle)): a verdict is reported, an infrastructure failure
+//! goes to `/failure` (never as a verdict), a lost lease drops everything, a
+//! stopping daemon releases.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,10 +14,10 @@ use crate::judge::{CancelHandle, JudgeError, Options, Outcome, SourceFile, Submi
 use crate::package::{CacheEntry, PackageError, Problem};
 use crate::protocol::{Claim, PackageRef, ResultBody, SubmissionFile, Timing, TrialResultBody};
 
-use super::backoff::Backoff;
-use super::client::{Client, ClientError, WorkRef};
+use super::client::WorkRef;
 use super::lease::{Lease, LeaseKeeper};
 use super::metrics::JudgeTime;
+use super::settle::{self, Ending};
 use super::shutdown::Shutdown;
 use super::slot::Slot;
 
@@ -282,114 +283,46 @@ async fn judge(
     }
 }
 
-/// Tells the Server how it ended, retrying while it is unreachable.
+/// Tells the Server how it ended (`settle`), retrying while it is unreachable.
 async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutdown) {
-    let client = &slot.shared.client;
-    let metrics = &slot.shared.metrics;
-    let give_up = shutdown.give_up();
-    let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
-    // A lease the keeper lost was counted there; one lost on a call made here
-    // (the Server away past the lease, then back) is counted below.
-    let counted = matches!(evaluated, Evaluated::Lost);
-    let sent = match evaluated {
+    let shared = &slot.shared;
+    let ending = match evaluated {
         Evaluated::Judged(outcome, time) => {
-            metrics.judged(time);
-            let sent = report(client, work, &outcome, give_up.token(), &mut backoff).await;
-            if sent.is_ok() {
-                match work.work {
-                    WorkRef::Job(_) => metrics.job_done(outcome.verdict.as_str()),
-                    WorkRef::Trial(_) => metrics.trial_done(),
-                }
-                tracing::info!(work = %work.work, verdict = outcome.verdict.as_str(), score = outcome.score, "reported");
-            }
-            sent
+            shared.metrics.judged(time);
+            report(work, &outcome)
         }
         Evaluated::Failed {
             reason,
             retryable,
             message,
-        } => {
-            tracing::warn!(work = %work.work, %reason, retryable, %message, "infrastructure failure");
-            let sent = Client::until_answered("failure", give_up.token(), &mut backoff, || {
-                client.failure(work.work, &work.token, &reason, retryable)
-            })
-            .await;
-            if sent.is_ok() {
-                metrics.failed(&reason);
-            }
-            sent
-        }
-        Evaluated::Lost => Err(ClientError::LeaseLost { work: work.work }),
-        Evaluated::Abandoned => {
-            release(client, work, shutdown, give_up.token(), &mut backoff).await
-        }
+        } => Ending::Failed {
+            reason,
+            retryable,
+            message,
+        },
+        Evaluated::Lost => Ending::Lost,
+        Evaluated::Abandoned => Ending::Abandoned,
     };
-    match sent {
-        Ok(()) => {}
-        Err(ClientError::LeaseLost { .. }) => {
-            if !counted {
-                metrics.lease_lost();
-            }
-            tracing::warn!(work = %work.work, "lease lost: work dropped");
-        }
-        Err(err) => {
-            tracing::error!(work = %work.work, error = %err, "could not tell the server; the lease will expire")
-        }
-    }
+    settle::settle(
+        &shared.client,
+        &shared.metrics,
+        work.work,
+        &work.token,
+        ending,
+        shutdown,
+    )
+    .await;
 }
 
-async fn release(
-    client: &Client,
-    work: &Work,
-    shutdown: &Shutdown,
-    give_up: &tokio_util::sync::CancellationToken,
-    backoff: &mut Backoff,
-) -> Result<(), ClientError> {
-    let released = if shutdown.hurry().is_cancelled() {
-        // Exiting now: one short try, no waiting for a Server that is not there.
-        tokio::time::timeout(
-            Duration::from_secs(2),
-            client.release(work.work, &work.token),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(ClientError::GaveUp {
-                call: "release".to_string(),
-            })
-        })
-    } else {
-        Client::until_answered("release", give_up, backoff, || {
-            client.release(work.work, &work.token)
-        })
-        .await
-    };
-    if released.is_ok() {
-        tracing::info!(work = %work.work, "released");
+/// A verdict as the Server takes it: attachments and the Result (jobs), timings
+/// (trials).
+fn report(work: &Work, outcome: &Outcome) -> Ending {
+    if let WorkRef::Trial(_) = work.work {
+        return Ending::TrialResult(TrialResultBody {
+            lease_token: work.token.clone(),
+            timings: trial_timings(outcome),
+        });
     }
-    released
-}
-
-/// Attachments first, then the Result (jobs); timings (trials).
-async fn report(
-    client: &Client,
-    work: &Work,
-    outcome: &Outcome,
-    give_up: &tokio_util::sync::CancellationToken,
-    backoff: &mut Backoff,
-) -> Result<(), ClientError> {
-    let job = match work.work {
-        WorkRef::Job(id) => id,
-        WorkRef::Trial(id) => {
-            let body = TrialResultBody {
-                lease_token: work.token.clone(),
-                timings: trial_timings(outcome),
-            };
-            return Client::until_answered("trial result", give_up, backoff, || {
-                client.trial_result(id, &body)
-            })
-            .await;
-        }
-    };
     // A details list that does not serialise is left out (and logged), never
     // replaced by `[]`, which would claim the job had no tests.
     let details = json_attachment(&outcome.details)
@@ -400,21 +333,9 @@ async fn report(
     let attachments = details
         .map(|d| ("details", d))
         .into_iter()
-        .chain([("log", outcome.compile_log.clone().into_bytes())]);
-    for (name, bytes) in attachments {
-        let attached = Client::until_answered(name, give_up, backoff, || {
-            client.put_file(job, &work.token, name, bytes.clone())
-        })
-        .await;
-        match attached {
-            // A refusal of an attachment (too large, say) must not cost the Result.
-            Err(e @ ClientError::Refused { .. }) => {
-                tracing::error!(work = %work.work, attachment = name, error = %e, "attachment refused");
-            }
-            other => other?,
-        }
-    }
-    let body = ResultBody {
+        .chain([("log", outcome.compile_log.clone().into_bytes())])
+        .collect();
+    let result = ResultBody {
         lease_token: work.token.clone(),
         score: outcome.score,
         max_score: outcome.max_score,
@@ -424,23 +345,10 @@ async fn report(
         runner_version: Some(crate::version::RUNNER_VERSION.to_string()),
         attempt: None,
     };
-    let sent =
-        Client::until_answered("result", give_up, backoff, || client.result(job, &body)).await;
-    let Err(ClientError::Refused { code, .. }) = &sent else {
-        return sent;
-    };
-    // The Server will never take this Result (its own code says why): end the job
-    // as an infrastructure failure now rather than let it expire and be redone.
-    tracing::error!(work = %work.work, error = ?sent, "result refused");
-    let reason = if code.is_empty() {
-        "result.refused"
-    } else {
-        code.as_str()
-    };
-    Client::until_answered("failure", give_up, backoff, || {
-        client.failure(work.work, &work.token, reason, false)
-    })
-    .await
+    Ending::JobResult {
+        attachments,
+        result: Box::new(result),
+    }
 }
 
 /// A trial reports timings, not a verdict; one that does not compile reports a

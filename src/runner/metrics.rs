@@ -236,7 +236,8 @@ fn labelled(map: &Mutex<BTreeMap<String, u64>>, label: &str) -> Vec<(String, Str
         .collect()
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, String)]) {
+/// One metric family in Prometheus text: `# HELP`, `# TYPE`, its samples (`(labels, value)`).
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, String)]) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
     for (labels, value) in samples {
@@ -259,20 +260,30 @@ pub async fn serve(
     slots: usize,
     stop: CancellationToken,
 ) -> std::io::Result<SocketAddr> {
+    serve_text(addr, move || metrics.render(slots), stop).await
+}
+
+/// Serves `GET /metrics` answering `render()` (Prometheus text) on `addr` until
+/// `stop` (the forwarder appends its own counters to the daemon's).
+pub async fn serve_text(
+    addr: SocketAddr,
+    render: impl Fn() -> String + Clone + Send + Sync + 'static,
+    stop: CancellationToken,
+) -> std::io::Result<SocketAddr> {
     use axum::routing::get;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     let app = axum::Router::new().route(
         "/metrics",
         get(move || {
-            let metrics = Arc::clone(&metrics);
+            let render = render.clone();
             async move {
                 (
                     [(
                         axum::http::header::CONTENT_TYPE,
                         "text/plain; version=0.0.4; charset=utf-8",
                     )],
-                    metrics.render(slots),
+                    render(),
                 )
             }
         }),

@@ -4,18 +4,24 @@
 //!
 //! - [`client`]: the protocol calls; `lease.lost` and "unreachable" typed;
 //! - [`lease`]: one keeper task per held job (progress, renewals, loss);
-//! - [`slot`]: one loop per slot, pinned to a CPU and a box id;
+//! - [`claim_loop`]: claiming (long poll, backoff, drain), shared with the forwarder;
+//! - [`slot`]: one claim loop per slot, pinned to a CPU and a box id;
 //! - [`job`]: one claimed piece of work, from package to Result;
+//! - [`settle`]: how held work ends at the Server (Result, failure, release);
 //! - [`shutdown`]: the three stages of stopping; [`metrics`]: Prometheus text.
 //!
-//! Imports `judge`, `package` and `protocol`; never `server`.
+//! Imports `judge`, `package` and `protocol`; never `server`. The forwarder
+//! (`judge-runner forward`) reuses its client, claim loop, lease keeper, settling,
+//! shutdown and metrics.
 
 pub mod backoff;
+pub mod claim_loop;
 pub mod client;
 mod job;
 pub mod lease;
 pub mod metrics;
 mod privileges;
+pub mod settle;
 pub mod shutdown;
 mod slot;
 mod work;
@@ -294,7 +300,7 @@ impl Daemon {
 
 /// A key the Server refuses at start-up ends the daemon (CONTRACT §5); a Server
 /// that does not answer does not: the daemon starts and its claims keep trying.
-async fn check_key(client: &Client, server: &str) -> Result<(), RunnerError> {
+pub async fn check_key(client: &Client, server: &str) -> Result<(), RunnerError> {
     match client.check_key().await {
         Ok(()) => Ok(()),
         Err(ClientError::Refused {

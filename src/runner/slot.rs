@@ -1,19 +1,18 @@
-//! One slot: a loop that claims work (long poll), evaluates it on its own CPU
-//! and box id, and reports; it backs off with jitter while the Server is down
-//! or has nothing to give.
+//! One slot: a claim loop ([`ClaimLoop`]: long poll, backoff with jitter while
+//! the Server is down or has nothing to give) whose work is evaluated on the
+//! slot's own CPU and box id and reported, with a breaker for a broken sandbox.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::judge::Judge;
 use crate::package::{Cache, Problem};
-use crate::protocol::ClaimRequest;
-use crate::protocol::codes::error::LANGUAGE_UNKNOWN;
+use crate::protocol::Claim;
 
 use super::backoff::Backoff;
-use super::client::{Client, ClientError};
+use super::claim_loop::{ClaimHandler, ClaimLoop};
+use super::client::Client;
 use super::job;
 use super::metrics::Metrics;
 use super::shutdown::Shutdown;
@@ -74,126 +73,61 @@ impl Slot {
 
     /// Claims and evaluates until the daemon drains.
     pub async fn run(self, shutdown: Shutdown) {
-        let request = ClaimRequest {
-            languages: self.shared.languages.clone(),
-            wait_seconds: Some(self.shared.claim_wait.as_secs()),
-        };
-        // Server down: from 0.5 s up to 30 s. Nothing to do although the Server
-        // did not wait (an old Server, or a refused wait): from 0.2 s up to 5 s.
-        let mut down = Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
-        let mut idle = Backoff::new(Duration::from_millis(200), Duration::from_secs(5));
-        // The breaker: after SANDBOX_FAILURES_IN_A_ROW jobs that failed in the
-        // sandbox, this host is the likelier culprit than the jobs; each further
-        // claim would burn one of some job's deliveries. Claims pause, from 30 s
-        // up to 10 min, until a job ends any other way.
-        let mut sick = Backoff::new(Duration::from_secs(30), Duration::from_secs(600));
-        let mut sandbox_failures = 0u32;
         let box_id = self.judge.config().box_id;
         tracing::debug!(slot = self.index, box_id, cpu = ?self.judge.config().cpu, "slot started");
-        loop {
-            let asked = Instant::now();
-            // Not sent until first polled: a daemon already draining sends none.
-            let sent = AtomicBool::new(false);
-            let claim = async {
-                sent.store(true, Ordering::Relaxed);
-                self.shared.client.claim(&request).await
-            };
-            tokio::pin!(claim);
-            let claimed = tokio::select! {
-                biased;
-                () = shutdown.draining().cancelled() => {
-                    if !sent.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    // A claim in flight may bring work the Server has already
-                    // handed to us; dropping it would leave that work Running
-                    // until its lease expired. Wait for the answer (at most the
-                    // long poll) and hand back what it brings.
-                    tokio::select! {
-                        biased;
-                        () = shutdown.hurry().cancelled() => {}
-                        claimed = &mut claim => {
-                            if let Ok(Some(claim)) = claimed {
-                                self.shared.metrics.claimed();
-                                job::hand_back(&self, claim, &shutdown).await;
-                            }
-                        }
-                    }
-                    break;
-                }
-                claimed = &mut claim => claimed,
-            };
-            let pause = match claimed {
-                Ok(Some(claim)) => {
-                    down.reset();
-                    idle.reset();
-                    self.shared.metrics.claimed();
-                    self.shared.metrics.busy(true);
-                    let sandbox_failed = job::evaluate(&self, claim, &shutdown).await;
-                    self.shared.metrics.busy(false);
-                    if sandbox_failed {
-                        sandbox_failures += 1;
-                    } else {
-                        sandbox_failures = 0;
-                        sick.reset();
-                    }
-                    (sandbox_failures >= SANDBOX_FAILURES_IN_A_ROW).then(|| {
-                        let pause = sick.next_delay();
-                        self.shared.metrics.paused();
-                        tracing::error!(
-                            slot = self.index,
-                            failures = sandbox_failures,
-                            pause = ?pause,
-                            "sandbox failures in a row: this slot stops claiming for a while"
-                        );
-                        pause
-                    })
-                }
-                Ok(None) => {
-                    down.reset();
-                    let waited = asked.elapsed() >= self.shared.claim_wait / 2;
-                    if waited {
-                        idle.reset();
-                        None
-                    } else {
-                        Some(idle.next_delay())
-                    }
-                }
-                Err(err) => Some(self.claim_failed(&err, &mut down)),
-            };
-            if let Some(pause) = pause {
-                tokio::select! {
-                    () = shutdown.draining().cancelled() => break,
-                    () = tokio::time::sleep(pause) => {}
-                }
-            }
-        }
+        let shared = Arc::clone(&self.shared);
+        let claims = ClaimLoop {
+            client: &shared.client,
+            metrics: &shared.metrics,
+            languages: &shared.languages,
+            claim_wait: shared.claim_wait,
+            slot: self.index,
+        };
+        let mut evaluator = Evaluator {
+            slot: &self,
+            sick: Backoff::new(Duration::from_secs(30), Duration::from_secs(600)),
+            sandbox_failures: 0,
+        };
+        claims.run(&mut evaluator, &shutdown).await;
         tracing::debug!(slot = self.index, "slot stopped");
     }
+}
 
-    fn claim_failed(&self, err: &ClientError, down: &mut Backoff) -> Duration {
-        let pause = down.next_delay();
-        if err.is_transient() {
-            self.shared.metrics.unreachable();
-            tracing::warn!(slot = self.index, error = %err, retry_in = ?pause, "cannot claim: server unreachable");
-        } else if matches!(err, ClientError::Refused { code, .. } if code == LANGUAGE_UNKNOWN) {
-            // The Server accepts none of the languages this host offers: no claim
-            // can succeed until `serve --languages` or `daemon --languages`
-            // changes. Said in those words, and asked again slowly (the backoff
-            // grows to 30 s), never in a hot loop.
-            tracing::error!(
-                slot = self.index,
-                languages = %self.shared.languages.join(","),
-                error = %err,
-                retry_in = ?pause,
-                "claim refused: the Server accepts none of this Runner's languages; check serve --languages and daemon --languages"
-            );
+/// What a slot does with a claim: judge it, and keep the breaker. After
+/// [`SANDBOX_FAILURES_IN_A_ROW`] jobs that failed in the sandbox, this host is
+/// the likelier culprit than the jobs; each further claim would burn one of some
+/// job's deliveries. Claims pause, from 30 s up to 10 min, until a job ends any
+/// other way.
+struct Evaluator<'a> {
+    slot: &'a Slot,
+    sick: Backoff,
+    sandbox_failures: u32,
+}
+
+impl ClaimHandler for Evaluator<'_> {
+    async fn handle(&mut self, claim: Claim, shutdown: &Shutdown) -> Option<Duration> {
+        let sandbox_failed = job::evaluate(self.slot, claim, shutdown).await;
+        if sandbox_failed {
+            self.sandbox_failures += 1;
         } else {
-            // A revoked key, a wrong URL: nothing this slot can fix, but an operator
-            // can; keep asking slowly rather than exit.
-            tracing::error!(slot = self.index, error = %err, retry_in = ?pause, "claim refused");
+            self.sandbox_failures = 0;
+            self.sick.reset();
         }
-        pause
+        (self.sandbox_failures >= SANDBOX_FAILURES_IN_A_ROW).then(|| {
+            let pause = self.sick.next_delay();
+            self.slot.shared.metrics.paused();
+            tracing::error!(
+                slot = self.slot.index,
+                failures = self.sandbox_failures,
+                pause = ?pause,
+                "sandbox failures in a row: this slot stops claiming for a while"
+            );
+            pause
+        })
+    }
+
+    async fn hand_back(&mut self, claim: Claim, shutdown: &Shutdown) {
+        job::hand_back(self.slot, claim, shutdown).await;
     }
 }
 

@@ -25,6 +25,9 @@ pub enum ApiError {
     AttemptFinished(String),
     #[error("{0}")]
     AttemptConflict(String),
+    /// An `Idempotency-Key` already answered another request.
+    #[error("{0}")]
+    RequestConflict(String),
     #[error("extra is {size} bytes of JSON; at most {limit} are accepted")]
     ExtraTooLarge { size: usize, limit: usize },
     #[error("language {language:?} is not accepted here; accepted: {}", accepted.join(", "))]
@@ -61,7 +64,8 @@ impl ApiError {
             ApiError::AuthForbidden => StatusCode::FORBIDDEN,
             ApiError::LeaseLost(_)
             | ApiError::AttemptFinished(_)
-            | ApiError::AttemptConflict(_) => StatusCode::CONFLICT,
+            | ApiError::AttemptConflict(_)
+            | ApiError::RequestConflict(_) => StatusCode::CONFLICT,
             ApiError::ExtraTooLarge { .. }
             | ApiError::LanguageUnknown { .. }
             | ApiError::PackageInvalid(_)
@@ -84,6 +88,7 @@ impl ApiError {
             ApiError::LeaseLost(_) => code::LEASE_LOST,
             ApiError::AttemptFinished(_) => code::ATTEMPT_FINISHED,
             ApiError::AttemptConflict(_) => code::ATTEMPT_CONFLICT,
+            ApiError::RequestConflict(_) => code::REQUEST_CONFLICT,
             ApiError::ExtraTooLarge { .. } => code::RESULT_EXTRA_TOO_LARGE,
             ApiError::LanguageUnknown { .. } => code::LANGUAGE_UNKNOWN,
             ApiError::Invalid(_) => code::REQUEST_INVALID,

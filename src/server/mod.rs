@@ -13,6 +13,7 @@ pub mod clock;
 pub mod db;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod metrics;
 pub mod packages;
 pub mod reaper;

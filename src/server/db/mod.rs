@@ -11,6 +11,7 @@
 //! `$N` on both backends (SQLite reads `$N` as the N-th argument).
 
 pub mod claim;
+pub mod idempotency;
 pub mod jobs;
 pub mod lease;
 pub mod records;
@@ -61,6 +62,10 @@ pub enum DbError {
         expected: i64,
         latest: i64,
     },
+    /// A concurrent request with the same `Idempotency-Key` committed first; this
+    /// one's transaction was rolled back (the caller answers with the first's ids).
+    #[error("the idempotency key was recorded by a concurrent request")]
+    KeyTaken,
     #[error("job {job_id} is {state}, which never changes again")]
     AttemptFinished { job_id: i64, state: JobState },
     #[error("could not put an attachment in place: {source}")]

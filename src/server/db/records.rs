@@ -1,6 +1,7 @@
 //! Runners, API tokens, problems and their versions, submissions: creating them and
 //! finding them by credential. One function per statement or transaction.
 
+use super::idempotency::{Remember, remember};
 use super::{BeginWrite as _, Db, DbError, Work, on_pool, on_reader};
 use crate::server::clock::Millis;
 
@@ -107,9 +108,12 @@ impl Db {
     }
 
     /// A new problem with its first version: `(problem_id, problem_version_id)`.
+    /// With `key`, the key is recorded in the same transaction
+    /// ([`DbError::KeyTaken`] when a concurrent twin recorded it first).
     pub async fn create_problem(
         &self,
         version: &NewVersion<'_>,
+        key: Option<&Remember<'_>>,
         now: Millis,
     ) -> Result<(i64, i64), DbError> {
         const PROBLEM: &str = "INSERT INTO problems (created_ms) VALUES ($1) RETURNING id";
@@ -117,16 +121,19 @@ impl Db {
             let mut tx = pool.begin_write().await?;
             let problem_id: i64 = sqlx::query_scalar(PROBLEM).bind(now).fetch_one(&mut *tx).await?;
             let version_id = insert_version!(&mut *tx, problem_id, version, now)?;
+            remember!(&mut *tx, key, problem_id, version_id, now)?;
             tx.commit().await?;
             Ok((problem_id, version_id))
         })
     }
 
     /// A new version of an existing problem; `None` when there is no such problem.
+    /// `key` as for [`Db::create_problem`].
     pub async fn add_problem_version(
         &self,
         problem_id: i64,
         version: &NewVersion<'_>,
+        key: Option<&Remember<'_>>,
         now: Millis,
     ) -> Result<Option<i64>, DbError> {
         const EXISTS: &str = "SELECT id FROM problems WHERE id = $1";
@@ -138,6 +145,7 @@ impl Db {
                 return Ok(None);
             }
             let version_id = insert_version!(&mut *tx, problem_id, version, now)?;
+            remember!(&mut *tx, key, problem_id, version_id, now)?;
             tx.commit().await?;
             Ok(Some(version_id))
         })
@@ -145,12 +153,14 @@ impl Db {
 
     /// A submission and its first attempt, on the problem's latest version:
     /// `(submission_id, job_id)`, or `None` when there is no such problem.
+    /// `key` as for [`Db::create_problem`].
     pub async fn create_submission(
         &self,
         problem_id: i64,
         language: &str,
         files_json: &str,
         callback_url: Option<&str>,
+        key: Option<&Remember<'_>>,
         now: Millis,
     ) -> Result<Option<(i64, i64)>, DbError> {
         const SUBMISSION: &str = "INSERT INTO submissions (problem_id, language, files, created_ms, callback_url) \
@@ -167,6 +177,7 @@ impl Db {
                 .bind(submission_id).bind(1_i64).bind(version_id).bind(language)
                 .bind(None::<i64>).bind(now)
                 .fetch_one(&mut *tx).await?;
+            remember!(&mut *tx, key, submission_id, job_id, now)?;
             tx.commit().await?;
             Ok(Some((submission_id, job_id)))
         })

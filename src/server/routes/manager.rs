@@ -15,22 +15,24 @@ use crate::protocol::{
 use crate::server::auth::{
     API_TOKEN_PREFIX, GRANTABLE_SCOPES, ManagerAuth, RUNNER_KEY_PREFIX, digest_hex, new_secret,
 };
+use crate::server::db::idempotency::KeyedRoute;
 use crate::server::db::lease::Sweep;
 use crate::server::db::records::NewVersion;
 use crate::server::db::{DbError, Work};
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use crate::server::idempotency::{self, Keyed};
 use crate::server::packages;
 use crate::server::routes::openapi::{
-    AUTHED, BODY, Binary, LANGUAGE, MISSING, PACKAGE, SERVER, errors,
+    AUTHED, BODY, Binary, KEYED, LANGUAGE, MISSING, PACKAGE, SERVER, errors,
 };
 use crate::server::state::AppState;
 use crate::server::storage::{Received, Storage};
 
 errors!(JsonErrors: AUTHED, BODY, SERVER);
 errors!(PathErrors: AUTHED, MISSING, SERVER);
-errors!(ProblemErrors: AUTHED, BODY, MISSING, PACKAGE, SERVER);
-errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER, LANGUAGE, &[(422, &[
+errors!(ProblemErrors: AUTHED, BODY, MISSING, PACKAGE, SERVER, KEYED);
+errors!(SubmissionErrors: AUTHED, BODY, MISSING, SERVER, LANGUAGE, KEYED, &[(422, &[
     crate::protocol::codes::error::CALLBACK_URL_INVALID,
     crate::protocol::codes::error::CALLBACK_URL_NO_SECRET,
 ])]);
@@ -171,19 +173,42 @@ pub async fn receive_package(state: &AppState, body: Body) -> Result<Received, A
     path = "/api/problems",
     tag = "manager",
     security(("manager_token" = [])),
-    params(ProblemQuery),
+    params(ProblemQuery, IdempotencyKeyHeader),
     request_body(content = Binary, content_type = "application/octet-stream", description = "The package `.tar.gz` (any `Content-Type` is accepted)"),
-    responses((status = 201, description = "Created", body = ProblemCreated), ProblemErrors)
+    responses((status = 201, description = "Created (or, under a known `Idempotency-Key`, the first answer again)", body = ProblemCreated, headers(("Idempotent-Replayed" = String, description = "`true` on an answer replayed from an `Idempotency-Key`"))), ProblemErrors)
 )]
 pub async fn create_problem(
     State(state): State<AppState>,
     _: ManagerAuth,
     ApiQuery(query): ApiQuery<ProblemQuery>,
+    headers: axum::http::HeaderMap,
     body: Body,
-) -> Result<Created<ProblemCreated>, ApiError> {
+) -> Result<Response, ApiError> {
     let time_limit = query.time_limit.map(check_time_limit).transpose()?;
     let received = receive_package(&state, body).await?;
     let sha256 = received.sha256.clone();
+    // The same package under the same query is the same request.
+    let keyed = Keyed::from_headers(&headers, KeyedRoute::Problems, || {
+        let problem = query
+            .problem_id
+            .map(|id| id.to_string())
+            .unwrap_or_default();
+        let limit = time_limit.map(|t| t.to_string()).unwrap_or_default();
+        idempotency::request_digest(&[sha256.as_bytes(), problem.as_bytes(), limit.as_bytes()])
+    })?;
+    let problem_created = |(problem_id, problem_version_id), replayed| {
+        let body = ProblemCreated {
+            problem_id,
+            problem_version_id,
+            sha256: sha256.clone(),
+        };
+        idempotency::created(body, replayed)
+    };
+    if let Some(keyed) = &keyed
+        && let Some(first) = keyed.first_answer(&state.db).await?
+    {
+        return Ok(problem_created(first, true));
+    }
     let dest = state.storage.package_path(&sha256);
     Storage::place_if_missing(received.temp, &dest)
         .map_err(|e| ApiError::Internal(format!("cannot store package {sha256}: {e}")))?;
@@ -193,20 +218,32 @@ pub async fn create_problem(
         time_limit,
     };
     let now = state.now_ms();
-    let (problem_id, problem_version_id) = match query.problem_id {
-        None => state.db.create_problem(&version, now).await?,
-        Some(id) => {
-            let version_id = state.db.add_problem_version(id, &version, now).await?;
-            let version_id = version_id
-                .ok_or_else(|| ApiError::not_found(format!("problem {id} does not exist")))?;
-            (id, version_id)
+    let remember = keyed.as_ref().map(Keyed::remember);
+    let made = match query.problem_id {
+        None => {
+            state
+                .db
+                .create_problem(&version, remember.as_ref(), now)
+                .await
         }
+        Some(id) => state
+            .db
+            .add_problem_version(id, &version, remember.as_ref(), now)
+            .await
+            .and_then(|v| {
+                v.map(|version_id| (id, version_id))
+                    .ok_or(DbError::NotFound {
+                        what: "problem",
+                        id,
+                    })
+            }),
     };
-    Ok(created(ProblemCreated {
-        problem_id,
-        problem_version_id,
-        sha256,
-    }))
+    match (made, &keyed) {
+        (Err(DbError::KeyTaken), Some(keyed)) => {
+            Ok(problem_created(keyed.twin_answer(&state.db).await?, true))
+        }
+        (made, _) => Ok(problem_created(made?, false)),
+    }
 }
 
 pub fn check_time_limit(t: f64) -> Result<f64, ApiError> {
@@ -251,15 +288,32 @@ pub fn check_files(files: &[SubmissionFile]) -> Result<(), ApiError> {
     path = "/api/submissions",
     tag = "manager",
     security(("manager_token" = [])),
+    params(IdempotencyKeyHeader),
     request_body = CreateSubmission,
-    responses((status = 201, description = "Created", body = AttemptCreated), SubmissionErrors)
+    responses((status = 201, description = "Created (or, under a known `Idempotency-Key`, the first answer again)", body = AttemptCreated, headers(("Idempotent-Replayed" = String, description = "`true` on an answer replayed from an `Idempotency-Key`"))), SubmissionErrors)
 )]
 pub async fn create_submission(
     State(state): State<AppState>,
     _: ManagerAuth,
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<CreateSubmission>,
-) -> Result<Created<AttemptCreated>, ApiError> {
+) -> Result<Response, ApiError> {
+    let keyed = Keyed::from_headers(&headers, KeyedRoute::Submissions, || {
+        idempotency::json_digest(&body)
+    })?;
+    let attempt_created = |(submission_id, job_id), replayed| {
+        let body = AttemptCreated {
+            submission_id,
+            job_id,
+            attempt: 1,
+        };
+        idempotency::created(body, replayed)
+    };
+    if let Some(keyed) = &keyed
+        && let Some(first) = keyed.first_answer(&state.db).await?
+    {
+        return Ok(attempt_created(first, true));
+    }
     check_name("language", &body.language)?;
     state.check_language(&body.language)?;
     check_files(&body.files)?;
@@ -271,6 +325,7 @@ pub async fn create_submission(
     }
     let files_json = serde_json::to_string(&body.files)
         .map_err(|e| ApiError::Internal(format!("files do not serialise: {e}")))?;
+    let remember = keyed.as_ref().map(Keyed::remember);
     let created_ids = state
         .db
         .create_submission(
@@ -278,18 +333,40 @@ pub async fn create_submission(
             &body.language,
             &files_json,
             body.callback_url.as_deref(),
+            remember.as_ref(),
             state.now_ms(),
         )
-        .await?;
-    let (submission_id, job_id) = created_ids.ok_or_else(|| {
+        .await;
+    let created_ids = match (created_ids, &keyed) {
+        (Err(DbError::KeyTaken), Some(keyed)) => {
+            return Ok(attempt_created(keyed.twin_answer(&state.db).await?, true));
+        }
+        (created_ids, _) => created_ids?,
+    };
+    let ids = created_ids.ok_or_else(|| {
         ApiError::not_found(format!("problem {} does not exist", body.problem_id))
     })?;
     state.notify_queue();
-    Ok(created(AttemptCreated {
-        submission_id,
-        job_id,
-        attempt: 1,
-    }))
+    Ok(attempt_created(ids, false))
+}
+
+/// The `Idempotency-Key` request header, for the OpenAPI document.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // a schema only: the handlers read the header themselves
+pub struct IdempotencyKeyHeader {
+    /// 1 to 255 printable ASCII characters naming this request: the same key with
+    /// the same request answers the first answer again (201, the same ids, header
+    /// `Idempotent-Replayed: true`); with another request, 409 `request.conflict`.
+    #[serde(rename = "Idempotency-Key")]
+    #[param(
+        rename = "Idempotency-Key",
+        max_length = 255,
+        min_length = 1,
+        pattern = "^[!-~]([ -~]*[!-~])?$",
+        nullable = false
+    )]
+    idempotency_key: Option<String>,
 }
 
 #[utoipa::path(

@@ -47,6 +47,8 @@ pub const MISSING: Codes = &[(404, &[code::NOT_FOUND])];
 pub const LEASE: Codes = &[(409, &[code::LEASE_LOST])];
 /// An uploaded package.
 pub const PACKAGE: Codes = &[(422, &[code::PACKAGE_INVALID])];
+/// A creation taking an `Idempotency-Key` (`server::idempotency`).
+pub const KEYED: Codes = &[(409, &[code::REQUEST_CONFLICT])];
 /// A submission or trial naming its language (`serve --languages`).
 pub const LANGUAGE: Codes = &[(422, &[code::LANGUAGE_UNKNOWN])];
 
