@@ -3,6 +3,7 @@
 
 mod check;
 mod daemon;
+mod demo;
 mod judge;
 mod package;
 mod sandbox;
@@ -57,7 +58,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Package(cmd) => package::run(cmd),
         Command::Serve(args) => serve::run(args),
         Command::Daemon(args) => daemon::run(args),
-        Command::Demo(args) => crate::demo::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(&args),
     }

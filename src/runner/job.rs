@@ -6,25 +6,64 @@
 //! a verdict is reported, an infrastructure failure goes to `/failure` (never as
 //! a verdict), a lost lease drops everything, a stopping daemon releases.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::judge::{CancelHandle, JudgeError, Options, Outcome, SourceFile, Submission, Verdict};
-use crate::package::{CacheEntry, PackageError, Problem};
+use crate::judge::{
+    CancelHandle, Judge, JudgeError, Options, Outcome, SourceFile, Submission, Verdict,
+};
+use crate::package::{Cache, CacheEntry, PackageError, Problem};
 use crate::protocol::{Claim, PackageRef, ResultBody, SubmissionFile, Timing, TrialResultBody};
 
 use super::backoff::Backoff;
 use super::client::{Client, ClientError, WorkRef};
 use super::lease::{Lease, LeaseKeeper};
-use super::metrics::JudgeTime;
+use super::metrics::{JudgeTime, Metrics};
 use super::shutdown::Shutdown;
-use super::slot::Slot;
 
 /// The reason a claim whose files cannot be decoded is failed with (not
 /// retryable: every Runner would decode the same bytes).
 pub const SUBMISSION_INVALID: &str = "submission.invalid";
 /// The name of the pseudo-test a trial reports when its submission does not compile.
 pub const TRIAL_COMPILE_TEST: &str = "compile";
+
+/// Parsed problems by package SHA-256: a package is content-addressed, so one
+/// parse serves every later job of it. Small and cleared when full; a miss
+/// costs one parse.
+#[derive(Default)]
+pub(crate) struct ProblemMemo(Mutex<HashMap<String, Arc<Problem>>>);
+
+const PROBLEM_MEMO_SIZE: usize = 64;
+
+impl ProblemMemo {
+    pub fn get(&self, sha256: &str) -> Option<Arc<Problem>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sha256)
+            .cloned()
+    }
+
+    pub fn insert(&self, sha256: &str, problem: Arc<Problem>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= PROBLEM_MEMO_SIZE {
+            map.clear();
+        }
+        map.insert(sha256.to_string(), problem);
+    }
+}
+
+/// What evaluating one claim needs of the slot it runs on: its index (for the
+/// logs), its judge (CPU and box id) and what every slot of the daemon shares.
+pub(crate) struct JobContext<'a> {
+    pub slot: usize,
+    pub judge: &'a Arc<Judge>,
+    pub client: &'a Client,
+    pub cache: &'a Cache,
+    pub metrics: &'a Arc<Metrics>,
+    pub problems: &'a ProblemMemo,
+}
 
 /// A job or a trial, as far as evaluating it goes.
 struct Work {
@@ -87,20 +126,20 @@ impl Evaluated {
 
 /// Evaluates one claim to the end. Answers whether it ended in a sandbox
 /// failure (the host's fault, not the job's), for the slot's breaker.
-pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) -> bool {
+pub(crate) async fn evaluate(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) -> bool {
     let work = Work::from(claim);
     let started = Instant::now();
-    tracing::info!(work = %work.work, slot = slot.index, language = %work.language, package = %work.package.sha256, "claimed");
+    tracing::info!(work = %work.work, slot = ctx.slot, language = %work.language, package = %work.package.sha256, "claimed");
     let keeper = LeaseKeeper::start(
-        slot.shared.client.clone(),
+        ctx.client.clone(),
         Lease {
             work: work.work,
             token: work.token.clone(),
             seconds: work.lease_seconds,
         },
-        Arc::clone(&slot.shared.metrics),
+        Arc::clone(ctx.metrics),
     );
-    let evaluated = run(slot, &work, &keeper, shutdown).await;
+    let evaluated = run(ctx, &work, &keeper, shutdown).await;
     let lost = keeper.lost().clone();
     // The keeper stops before the report: a progress call racing the Result would
     // reach a job that is no longer Running and be refused as stale.
@@ -113,41 +152,45 @@ pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) -> 
     };
     let sandbox_failed = matches!(&evaluated, Evaluated::Failed { reason, .. }
         if reason == crate::judge::reason::SANDBOX_FAILED);
-    settle(slot, &work, evaluated, shutdown).await;
+    settle(ctx, &work, evaluated, shutdown).await;
     tracing::debug!(work = %work.work, seconds = started.elapsed().as_secs_f64(), "done with the work");
     sandbox_failed
 }
 
 /// A claim answered after the daemon began stopping: released at once, unjudged.
-pub(crate) async fn hand_back(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
+pub(crate) async fn hand_back(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) {
     let work = Work::from(claim);
-    tracing::info!(work = %work.work, slot = slot.index, "claimed while stopping: releasing it");
-    settle(slot, &work, Evaluated::Abandoned, shutdown).await;
+    tracing::info!(work = %work.work, slot = ctx.slot, "claimed while stopping: releasing it");
+    settle(ctx, &work, Evaluated::Abandoned, shutdown).await;
 }
 
-async fn run(slot: &Slot, work: &Work, keeper: &LeaseKeeper, shutdown: &Shutdown) -> Evaluated {
+async fn run(
+    ctx: &JobContext<'_>,
+    work: &Work,
+    keeper: &LeaseKeeper,
+    shutdown: &Shutdown,
+) -> Evaluated {
     let prepared = tokio::select! {
         biased;
         () = keeper.lost().cancelled() => return Evaluated::Lost,
         () = shutdown.abandon().cancelled() => return Evaluated::Abandoned,
-        prepared = prepare(slot, work) => prepared,
+        prepared = prepare(ctx, work) => prepared,
     };
     let (entry, problem, submission) = match prepared {
         Ok(prepared) => prepared,
         Err(failed) => return failed,
     };
-    let evaluated = judge(slot, work, keeper, shutdown, problem, submission).await;
+    let evaluated = judge(ctx, work, keeper, shutdown, problem, submission).await;
     drop(entry); // the package stayed pinned in the cache while it was judged
     evaluated
 }
 
 /// The package (cached, parsed once per SHA-256) and the submission's files.
 async fn prepare(
-    slot: &Slot,
+    ctx: &JobContext<'_>,
     work: &Work,
 ) -> Result<(CacheEntry, Arc<Problem>, Submission), Evaluated> {
-    let shared = &slot.shared;
-    let url = shared
+    let url = ctx
         .client
         .package_url(&work.package)
         .map_err(|e| Evaluated::Failed {
@@ -155,12 +198,12 @@ async fn prepare(
             retryable: false,
             message: e.to_string(),
         })?;
-    let entry = shared
+    let entry = ctx
         .cache
         .get(&url, &work.package.sha256)
         .await
         .map_err(|e| Evaluated::package(&e))?;
-    let problem = match shared.problems.get(entry.sha256()) {
+    let problem = match ctx.problems.get(entry.sha256()) {
         Some(problem) => problem,
         None => {
             let root = entry.problem_root().map_err(|e| Evaluated::package(&e))?;
@@ -173,7 +216,7 @@ async fn prepare(
                 })?
                 .map_err(|e| Evaluated::package(&e))?;
             let parsed = Arc::new(parsed);
-            shared.problems.insert(entry.sha256(), Arc::clone(&parsed));
+            ctx.problems.insert(entry.sha256(), Arc::clone(&parsed));
             parsed
         }
     };
@@ -213,7 +256,7 @@ fn submission(work: &Work) -> Result<Submission, String> {
 /// Judges on a blocking thread; a lost lease or an abandoning daemon cancels the
 /// sandboxes through the judge's cancel handle (killed within one supervision tick).
 async fn judge(
-    slot: &Slot,
+    ctx: &JobContext<'_>,
     work: &Work,
     keeper: &LeaseKeeper,
     shutdown: &Shutdown,
@@ -240,9 +283,9 @@ async fn judge(
             cancel.cancel();
         })
     };
-    let judge = Arc::clone(&slot.judge);
+    let judge = Arc::clone(ctx.judge);
     let progress = keeper.progress_sender();
-    let metrics = Arc::clone(&slot.shared.metrics);
+    let metrics = Arc::clone(ctx.metrics);
     let started = Instant::now();
     let judged = tokio::task::spawn_blocking(move || {
         judge.judge(&problem, &submission, &options, &mut |p| {
@@ -283,9 +326,9 @@ async fn judge(
 }
 
 /// Tells the Server how it ended, retrying while it is unreachable.
-async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutdown) {
-    let client = &slot.shared.client;
-    let metrics = &slot.shared.metrics;
+async fn settle(ctx: &JobContext<'_>, work: &Work, evaluated: Evaluated, shutdown: &Shutdown) {
+    let client = ctx.client;
+    let metrics = ctx.metrics;
     let give_up = shutdown.give_up();
     let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(10));
     // A lease the keeper lost was counted there; one lost on a call made here

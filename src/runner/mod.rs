@@ -225,7 +225,7 @@ impl Daemon {
             metrics: Arc::clone(&metrics),
             languages: languages.clone(),
             claim_wait: config.claim_wait,
-            problems: slot::ProblemMemo::default(),
+            problems: job::ProblemMemo::default(),
         });
         let slots = judges
             .into_iter()

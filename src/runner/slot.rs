@@ -2,19 +2,18 @@
 //! and box id, and reports; it backs off with jitter while the Server is down
 //! or has nothing to give.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::judge::Judge;
-use crate::package::{Cache, Problem};
+use crate::package::Cache;
 use crate::protocol::ClaimRequest;
 use crate::protocol::codes::error::LANGUAGE_UNKNOWN;
 
 use super::backoff::Backoff;
 use super::client::{Client, ClientError};
-use super::job;
+use super::job::{self, JobContext, ProblemMemo};
 use super::metrics::Metrics;
 use super::shutdown::Shutdown;
 
@@ -26,32 +25,6 @@ pub(crate) struct Shared {
     pub languages: Vec<String>,
     pub claim_wait: Duration,
     pub problems: ProblemMemo,
-}
-
-/// Parsed problems by package SHA-256: a package is content-addressed, so one
-/// parse serves every later job of it. Small and cleared when full; a miss
-/// costs one parse.
-#[derive(Default)]
-pub(crate) struct ProblemMemo(Mutex<HashMap<String, Arc<Problem>>>);
-
-const PROBLEM_MEMO_SIZE: usize = 64;
-
-impl ProblemMemo {
-    pub fn get(&self, sha256: &str) -> Option<Arc<Problem>> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(sha256)
-            .cloned()
-    }
-
-    pub fn insert(&self, sha256: &str, problem: Arc<Problem>) {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= PROBLEM_MEMO_SIZE {
-            map.clear();
-        }
-        map.insert(sha256.to_string(), problem);
-    }
 }
 
 /// Sandbox failures in a row after which a slot pauses claiming.
@@ -69,6 +42,18 @@ impl Slot {
             index,
             judge,
             shared,
+        }
+    }
+
+    /// What a job evaluated on this slot needs of it.
+    fn job_context(&self) -> JobContext<'_> {
+        JobContext {
+            slot: self.index,
+            judge: &self.judge,
+            client: &self.shared.client,
+            cache: &self.shared.cache,
+            metrics: &self.shared.metrics,
+            problems: &self.shared.problems,
         }
     }
 
@@ -115,7 +100,7 @@ impl Slot {
                         claimed = &mut claim => {
                             if let Ok(Some(claim)) = claimed {
                                 self.shared.metrics.claimed();
-                                job::hand_back(&self, claim, &shutdown).await;
+                                job::hand_back(&self.job_context(), claim, &shutdown).await;
                             }
                         }
                     }
@@ -129,7 +114,7 @@ impl Slot {
                     idle.reset();
                     self.shared.metrics.claimed();
                     self.shared.metrics.busy(true);
-                    let sandbox_failed = job::evaluate(&self, claim, &shutdown).await;
+                    let sandbox_failed = job::evaluate(&self.job_context(), claim, &shutdown).await;
                     self.shared.metrics.busy(false);
                     if sandbox_failed {
                         sandbox_failures += 1;

@@ -17,10 +17,8 @@ use crate::protocol::{
 use crate::server::auth::{PackageAuth, RunnerAuth, new_lease_token};
 use crate::server::clock::{after_seconds, to_datetime};
 use crate::server::db::Work;
-use crate::server::db::claim::Claimed;
-use crate::server::db::jobs::{ClaimedJob, NewLease};
+use crate::server::db::claim::{Claimed, ClaimedJob, ClaimedTrial, NewLease};
 use crate::server::db::lease::Fence;
-use crate::server::db::trials::ClaimedTrial;
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath};
 use crate::server::routes::openapi::{AUTHED, BODY, Binary, LEASE, MISSING, SERVER, errors};
