@@ -222,7 +222,14 @@ fn try_step(spec: &ChildSpec<'_>, step: Step, r: CResult) {
 }
 
 /// init: pid 1 of the run's namespaces. The ordered recipe; returns only by exit.
-pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
+///
+/// # Safety
+/// Only as the child of a clone made for it (`clone_child`, the launcher's
+/// `clone_fork`), with one thread: it closes every descriptor but the report
+/// pipe, which anywhere else would pull them from under their owners, and it
+/// starts the program vfork-like in its own memory. (It makes only
+/// async-signal-safe calls, as such a child must.)
+pub(crate) unsafe fn init_main(spec: &ChildSpec<'_>) -> isize {
     try_step(
         spec,
         Step::DeathSignal,
@@ -249,15 +256,20 @@ pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
         Net::Host => {}
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
-    let program = match start_program(spec) {
+    // SAFETY: we are init, a one-thread clone made for this (see # Safety).
+    let program = match unsafe { start_program(spec) } {
         Ok(pid) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
     // end held here would keep the other side of an interactive run from seeing EOF.
     let fd = u32::try_from(spec.report_fd).unwrap_or(u32::MAX);
-    let _ = sys::c_close_range(0, fd.saturating_sub(1), 0);
-    let _ = sys::c_close_range(fd.saturating_add(1), u32::MAX, 0);
+    // SAFETY: init is a clone made for this (see # Safety): what it closes are
+    // copies of the supervisor's descriptors that nothing running here uses again
+    // (init ends in `c_exit`, never returning into the copied frames).
+    let _ = unsafe { sys::c_close_range(0, fd.saturating_sub(1)) };
+    // SAFETY: as above.
+    let _ = unsafe { sys::c_close_range(fd.saturating_add(1), u32::MAX) };
     reap_until(spec, program)
 }
 
@@ -329,27 +341,44 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
 /// where the kernel can, else vfork-like on the stack the spec reserved (it
 /// shares init's memory until its execve, and init waits: no copy of the
 /// address space), else a plain fork. Returns its pid; the child never returns.
-fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
+///
+/// # Safety
+/// Only in init ([`init_main`]), which has one thread: the vfork-like start runs
+/// the program's first steps in init's memory.
+unsafe fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
     if let Some(dir) = spec.cgroup_dir {
-        match sys::c_fork_into_cgroup(dir) {
-            Ok(0) => program_main(spec, true),
+        // SAFETY: the child runs `program_main` alone: async-signal-safe calls
+        // ending in execve or `c_exit`, never returning here.
+        match unsafe { sys::c_fork_into_cgroup(dir) } {
+            // SAFETY: this is the program's own process, just forked.
+            Ok(0) => unsafe { program_main(spec, true) },
             Ok(pid) => return Ok(pid),
             Err(libc::ENOSYS | libc::EINVAL | libc::E2BIG) => {} // kernel < 5.7
             Err(e) => return Err(e),
         }
     }
     if let Some(stack) = spec.program_stack.take() {
-        let mut program = || program_main(spec, false);
-        return sys::c_vfork_on(&mut program, stack);
+        // SAFETY: this closure runs as the program's own process, just started.
+        let mut program = || unsafe { program_main(spec, false) };
+        // SAFETY: init has one thread (see # Safety), and the child runs
+        // `program_main` alone: async-signal-safe calls ending in execve or exit.
+        return unsafe { sys::c_vfork_on(&mut program, stack) };
     }
-    match sys::c_fork()? {
-        0 => program_main(spec, false),
+    // SAFETY: as for the fork into the cgroup above.
+    match unsafe { sys::c_fork() }? {
+        // SAFETY: this is the program's own process, just forked.
+        0 => unsafe { program_main(spec, false) },
         pid => Ok(pid),
     }
 }
 
 /// The program's process: join the cgroup, become the box user, exec.
-fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
+///
+/// # Safety
+/// Only in the program's own process, just forked (or vfork-started) by init:
+/// it puts the run's descriptors on 0, 1 and 2, closing what was there, which
+/// nothing running in that process uses again (it execs or exits).
+unsafe fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     if !joined {
         for fd in &spec.join_fds {
             try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
@@ -381,18 +410,13 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     let _ = sys::c_sched_slice(0);
     for (target, fd) in spec.stdio.iter().enumerate() {
         if let Some(fd) = fd {
-            try_step(
-                spec,
-                Step::Stdio,
-                sys::c_dup2(*fd, i32::try_from(target).unwrap_or(0)),
-            );
+            let target = i32::try_from(target).unwrap_or(0);
+            // SAFETY: 0, 1 and 2 of the program's process are used by nothing
+            // that runs here before the execve (see # Safety).
+            try_step(spec, Step::Stdio, unsafe { sys::c_dup2(*fd, target) });
         }
     }
-    try_step(
-        spec,
-        Step::CloseFds,
-        sys::c_close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC),
-    );
+    try_step(spec, Step::CloseFds, sys::c_cloexec_from(3));
     for (resource, soft, hard) in &spec.rlimits {
         try_step(
             spec,

@@ -248,7 +248,9 @@ fn prepare_root(plan: &Plan) -> Result<OwnedFd, SandboxError> {
     let (ready_fd, hold_fd) = (ready_w.as_raw_fd(), hold_r.as_raw_fd());
     let mut stack = vec![0u8; 128 * 1024];
     let mut builder = || child::template_main(&mounts, ready_fd, hold_fd);
-    let pid = sys::clone_child(&mut builder, &mut stack, libc::CLONE_NEWNS)
+    // SAFETY: the root builder makes only async-signal-safe calls (child.rs's
+    // `template_main`: the `c_*` wrappers on the mount plan built here).
+    let pid = unsafe { sys::clone_child(&mut builder, &mut stack, libc::CLONE_NEWNS) }
         .map_err(|e| SandboxError::sys("clone the root builder", e))?;
     drop((ready_w, hold_r));
     let mut answer = [0u8; child::RECORD_LEN];

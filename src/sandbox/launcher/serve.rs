@@ -225,9 +225,12 @@ impl Server {
         }
         let mut spec = decoded.child_spec();
         spec.launcher_clean = self.launcher_clean;
-        let cloned = sys::clone_fork(flags, cgroup);
+        // SAFETY: the launcher has one thread (started by an ELF constructor
+        // before any `main`, it starts none), and the child runs init alone.
+        let cloned = unsafe { sys::clone_fork(flags, cgroup) };
         if let Ok(0) = cloned {
-            let code = child::init_main(&spec);
+            // SAFETY: we are the clone's child, one thread, made for init.
+            let code = unsafe { child::init_main(&spec) };
             sys::exit_now(i32::try_from(code).unwrap_or(1));
         }
         self.go_home();

@@ -229,8 +229,12 @@ fn direct(
     spec.program_stack = Cell::new(sys::VforkStack::new(&mut program_stack));
     let mut stack = vec![0u8; CHILD_STACK];
     let start = Start::now();
-    let mut init = || child::init_main(&spec);
-    let pid = sys::clone_child(&mut init, &mut stack, flags)
+    // SAFETY: this closure runs only as the clone's child below, one thread,
+    // made for it.
+    let mut init = || unsafe { child::init_main(&spec) };
+    // SAFETY: init makes only async-signal-safe calls (child.rs: the `c_*`
+    // wrappers on what `spec` holds, built here beforehand).
+    let pid = unsafe { sys::clone_child(&mut init, &mut stack, flags) }
         .map_err(|e| SandboxError::sys("clone into new namespaces", e))?;
     drop(stack);
     drop(report_w);
