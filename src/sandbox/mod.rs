@@ -3,7 +3,7 @@
 //! Knows nothing of packages, jobs or HTTP; imports no other module of ours.
 //!
 //! Public surface, shaped like `std::process`: [`Plan`] (builder) → [`run`] →
-//! [`Report`] / [`SandboxError`]; [`Slot`] pays per-slot setup once for many runs;
+//! [`Report`] / [`SandboxError`]; [`SandboxSlot`] pays per-slot setup once for many runs;
 //! [`Cancel`] stops a run from another thread.
 
 mod boxlock;
@@ -33,7 +33,7 @@ pub use plan::{
 pub use report::{Report, Status};
 pub use seccomp::{DEFAULT_AARCH64, DEFAULT_X86_64, compile as compile_seccomp_policy};
 pub use seccompiler::TargetArch;
-pub use slot::Slot;
+pub use slot::SandboxSlot;
 
 /// Give the calling thread the short scheduler slice of a slot run's control
 /// path (Linux 6.12+; nothing on older kernels), for good: for a thread that
@@ -55,7 +55,7 @@ pub fn default_slice() {
 /// itself failed (or the run was cancelled). Safe to call from several threads at
 /// once with distinct box ids. Creates the box's cgroup and removes it afterwards.
 pub fn run(plan: &Plan) -> Result<Report, SandboxError> {
-    let mut slot = Slot::one_shot(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
+    let mut slot = SandboxSlot::one_shot(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
     let result = slot.run(plan);
     let closed = slot.close();
     match (result, closed) {

@@ -1,4 +1,4 @@
-//! `Slot`: one box id used for many runs, paying per-slot setup once: its cgroup
+//! `SandboxSlot`: one box id used for many runs, paying per-slot setup once: its cgroup
 //! (kept, each run measured from a baseline: `cgroup/`), a launcher that lives
 //! in that cgroup and clones each run's init there (`launcher/`), a
 //! loopback-only network namespace each run joins (creating one costs about
@@ -23,12 +23,12 @@ use super::report::Report;
 use super::spawn::{self, Launch};
 use super::sys;
 
-/// A reusable sandbox slot: `Slot::new(box_id, cgroup_parent, cpu)`, then
+/// A reusable sandbox slot: `SandboxSlot::new(box_id, cgroup_parent, cpu)`, then
 /// `slot.run(&plan)` as often as needed (one run at a time), then `close()`
 /// (dropping it cleans up too, ignoring errors). The slot's box id, cgroup
 /// parent and CPU replace the plan's.
 #[derive(Debug)]
-pub struct Slot {
+pub struct SandboxSlot {
     box_id: u32,
     parent: String,
     cpu: Option<u32>,
@@ -50,11 +50,15 @@ struct RootKey {
     points: Vec<(PathBuf, bool)>,
 }
 
-impl Slot {
+impl SandboxSlot {
     /// A slot for box `box_id` whose cgroup lives under `cgroup_parent`,
     /// optionally pinned to CPU `cpu`. Needs root. Fails with `CgroupSetup` when
     /// another live slot has this box id.
-    pub fn new(box_id: u32, cgroup_parent: &str, cpu: Option<u32>) -> Result<Slot, SandboxError> {
+    pub fn new(
+        box_id: u32,
+        cgroup_parent: &str,
+        cpu: Option<u32>,
+    ) -> Result<SandboxSlot, SandboxError> {
         Self::with_cgroup(box_id, cgroup_parent, cpu, false)
     }
 
@@ -63,7 +67,7 @@ impl Slot {
         box_id: u32,
         cgroup_parent: &str,
         cpu: Option<u32>,
-    ) -> Result<Slot, SandboxError> {
+    ) -> Result<SandboxSlot, SandboxError> {
         Self::with_cgroup(box_id, cgroup_parent, cpu, true)
     }
 
@@ -72,7 +76,7 @@ impl Slot {
         parent: &str,
         cpu: Option<u32>,
         one_shot: bool,
-    ) -> Result<Slot, SandboxError> {
+    ) -> Result<SandboxSlot, SandboxError> {
         let euid = sys::geteuid();
         if euid != 0 {
             return Err(SandboxError::NotRoot { euid });
@@ -82,7 +86,7 @@ impl Slot {
         } else {
             format!("box-{box_id}")
         };
-        Ok(Slot {
+        Ok(SandboxSlot {
             box_id,
             parent: parent.to_string(),
             cpu,
@@ -223,7 +227,7 @@ impl Slot {
     }
 }
 
-impl Drop for Slot {
+impl Drop for SandboxSlot {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }

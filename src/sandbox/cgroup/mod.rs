@@ -151,8 +151,8 @@ pub(crate) struct Measured {
 /// A slot's cgroup.
 #[derive(Debug)]
 pub(crate) enum SlotCgroup {
-    V1(v1::Group),
-    V2(v2::Slot),
+    V1(v1::SlotGroup),
+    V2(v2::SlotGroup),
 }
 
 impl SlotCgroup {
@@ -161,8 +161,10 @@ impl SlotCgroup {
     pub fn create(parent: &str, name: &str, cpu: Option<u32>) -> Result<Self, SandboxError> {
         validate_name(parent)?;
         Ok(match hierarchy()? {
-            Hierarchy::V1(mounts) => SlotCgroup::V1(v1::Group::create(mounts, parent, name, cpu)?),
-            Hierarchy::V2(base) => SlotCgroup::V2(v2::Slot::create(base, parent, name, cpu)?),
+            Hierarchy::V1(mounts) => {
+                SlotCgroup::V1(v1::SlotGroup::create(mounts, parent, name, cpu)?)
+            }
+            Hierarchy::V2(base) => SlotCgroup::V2(v2::SlotGroup::create(base, parent, name, cpu)?),
         })
     }
 

@@ -9,7 +9,7 @@
 //!   possibly multi-threaded supervisor runs only child-safe code (`child.rs`):
 //!   every string, descriptor, mount operation and BPF program is built here
 //!   first (`prepare.rs`); no allocation, no glibc `fork()`, no set*id broadcast.
-//! - **Launched** (a `Slot`): the slot's launcher (`launcher/`), a process that
+//! - **Launched** (a `SandboxSlot`): the slot's launcher (`launcher/`), a process that
 //!   lives in the slot's cgroup, clones init there, so nothing migrates per run.
 //!   init and the launcher then spend some CPU time in the run's cgroup; both
 //!   measure it and it is left out of the run's figure.

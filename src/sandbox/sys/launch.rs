@@ -447,7 +447,7 @@ pub(crate) unsafe fn run_as_vfork_child(child: fn() -> i32, stack: usize) -> io:
     if pid < 0 {
         return last_err();
     }
-    let status = super::host::wait_pid(pid)?;
+    let status = super::supervisor::wait_pid(pid)?;
     Ok(if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {

@@ -5,7 +5,7 @@
 //!   possibly multi-threaded process, before `execve`. They are async-signal-safe:
 //!   raw system calls on pre-built `CStr`s and slices, no allocation, no locks, no
 //!   panics; an error is the bare errno (`i32`).
-//! - host wrappers (`host.rs`, `launch.rs`) return `std::io::Result` and may
+//! - host wrappers (`supervisor.rs`, `launch.rs`) return `std::io::Result` and may
 //!   allocate: the supervisor's and the launcher's side.
 //!
 //! Most wrappers are safe because their types rule misuse out. Those whose
@@ -491,11 +491,11 @@ pub(crate) fn c_exit(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-mod host;
 mod launch;
+mod supervisor;
 
-pub(crate) use host::*;
 pub(crate) use launch::*;
+pub(crate) use supervisor::*;
 
 /// CLOCK_MONOTONIC in nanoseconds (0 when unreadable); the clock `Instant` uses.
 pub(crate) fn c_monotonic_ns() -> u64 {
