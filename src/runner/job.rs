@@ -66,7 +66,7 @@ pub(crate) struct JobContext<'a> {
 }
 
 /// A job or a trial, as far as evaluating it goes.
-struct Work {
+struct ClaimedWork {
     work: WorkRef,
     token: String,
     lease_seconds: u64,
@@ -76,10 +76,10 @@ struct Work {
     files: Vec<SubmissionFile>,
 }
 
-impl From<Claim> for Work {
+impl From<Claim> for ClaimedWork {
     fn from(claim: Claim) -> Self {
         match claim {
-            Claim::Job(c) => Work {
+            Claim::Job(c) => ClaimedWork {
                 work: WorkRef::Job(c.job_id),
                 token: c.lease_token,
                 lease_seconds: c.lease_seconds,
@@ -88,7 +88,7 @@ impl From<Claim> for Work {
                 language: c.language,
                 files: c.files,
             },
-            Claim::Trial(c) => Work {
+            Claim::Trial(c) => ClaimedWork {
                 work: WorkRef::Trial(c.trial_id),
                 token: c.lease_token,
                 lease_seconds: c.lease_seconds,
@@ -127,7 +127,7 @@ impl Evaluated {
 /// Evaluates one claim to the end. Answers whether it ended in a sandbox
 /// failure (the host's fault, not the job's), for the slot's breaker.
 pub(crate) async fn evaluate(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) -> bool {
-    let work = Work::from(claim);
+    let work = ClaimedWork::from(claim);
     let started = Instant::now();
     tracing::info!(work = %work.work, slot = ctx.slot, language = %work.language, package = %work.package.sha256, "claimed");
     let keeper = LeaseKeeper::start(
@@ -159,14 +159,14 @@ pub(crate) async fn evaluate(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shut
 
 /// A claim answered after the daemon began stopping: released at once, unjudged.
 pub(crate) async fn hand_back(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) {
-    let work = Work::from(claim);
+    let work = ClaimedWork::from(claim);
     tracing::info!(work = %work.work, slot = ctx.slot, "claimed while stopping: releasing it");
     settle(ctx, &work, Evaluated::Abandoned, shutdown).await;
 }
 
 async fn run(
     ctx: &JobContext<'_>,
-    work: &Work,
+    work: &ClaimedWork,
     keeper: &LeaseKeeper,
     shutdown: &Shutdown,
 ) -> Evaluated {
@@ -188,7 +188,7 @@ async fn run(
 /// The package (cached, parsed once per SHA-256) and the submission's files.
 async fn prepare(
     ctx: &JobContext<'_>,
-    work: &Work,
+    work: &ClaimedWork,
 ) -> Result<(CacheEntry, Arc<Problem>, Submission), Evaluated> {
     let url = ctx
         .client
@@ -228,7 +228,7 @@ async fn prepare(
     Ok((entry, problem, submission))
 }
 
-fn submission(work: &Work) -> Result<Submission, String> {
+fn submission(work: &ClaimedWork) -> Result<Submission, String> {
     let files = work
         .files
         .iter()
@@ -257,7 +257,7 @@ fn submission(work: &Work) -> Result<Submission, String> {
 /// sandboxes through the judge's cancel handle (killed within one supervision tick).
 async fn judge(
     ctx: &JobContext<'_>,
-    work: &Work,
+    work: &ClaimedWork,
     keeper: &LeaseKeeper,
     shutdown: &Shutdown,
     problem: Arc<Problem>,
@@ -326,7 +326,12 @@ async fn judge(
 }
 
 /// Tells the Server how it ended, retrying while it is unreachable.
-async fn settle(ctx: &JobContext<'_>, work: &Work, evaluated: Evaluated, shutdown: &Shutdown) {
+async fn settle(
+    ctx: &JobContext<'_>,
+    work: &ClaimedWork,
+    evaluated: Evaluated,
+    shutdown: &Shutdown,
+) {
     let client = ctx.client;
     let metrics = ctx.metrics;
     let give_up = shutdown.give_up();
@@ -383,7 +388,7 @@ async fn settle(ctx: &JobContext<'_>, work: &Work, evaluated: Evaluated, shutdow
 
 async fn release(
     client: &Client,
-    work: &Work,
+    work: &ClaimedWork,
     shutdown: &Shutdown,
     give_up: &tokio_util::sync::CancellationToken,
     backoff: &mut Backoff,
@@ -415,7 +420,7 @@ async fn release(
 /// Attachments first, then the Result (jobs); timings (trials).
 async fn report(
     client: &Client,
-    work: &Work,
+    work: &ClaimedWork,
     outcome: &Outcome,
     give_up: &tokio_util::sync::CancellationToken,
     backoff: &mut Backoff,

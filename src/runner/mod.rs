@@ -137,7 +137,7 @@ pub enum RunnerError {
 
 /// A daemon ready to run: its slots built, its languages probed.
 pub struct Daemon {
-    slots: Vec<slot::Slot>,
+    slots: Vec<slot::RunnerSlot>,
     languages: Vec<String>,
     metrics: Arc<Metrics>,
     metrics_addr: Option<SocketAddr>,
@@ -230,7 +230,7 @@ impl Daemon {
         let slots = judges
             .into_iter()
             .enumerate()
-            .map(|(index, judge)| slot::Slot::new(index, judge, Arc::clone(&shared)))
+            .map(|(index, judge)| slot::RunnerSlot::new(index, judge, Arc::clone(&shared)))
             .collect();
         Ok(Daemon {
             slots,

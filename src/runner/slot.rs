@@ -30,15 +30,15 @@ pub(crate) struct Shared {
 /// Sandbox failures in a row after which a slot pauses claiming.
 const SANDBOX_FAILURES_IN_A_ROW: u32 = 3;
 
-pub(crate) struct Slot {
+pub(crate) struct RunnerSlot {
     pub index: usize,
     pub judge: Arc<Judge>,
     pub shared: Arc<Shared>,
 }
 
-impl Slot {
-    pub fn new(index: usize, judge: Arc<Judge>, shared: Arc<Shared>) -> Slot {
-        Slot {
+impl RunnerSlot {
+    pub fn new(index: usize, judge: Arc<Judge>, shared: Arc<Shared>) -> RunnerSlot {
+        RunnerSlot {
             index,
             judge,
             shared,

@@ -27,7 +27,7 @@ use sqlx::FromRow;
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 
-use super::{BeginWrite as _, Db, DbError, Pool, Work};
+use super::{BeginWrite as _, Db, DbError, Pool, WorkKind};
 use crate::server::clock::Millis;
 
 /// The id of the oldest claimable row of `$table` in the languages `$langs`
@@ -269,8 +269,8 @@ impl Db {
             Pool::Postgres(pool) => self.claim_pg(pool, languages, lease).await?,
         };
         match &claimed {
-            Some(Claimed::Job(_)) => self.counters(Work::Job).claims.inc(),
-            Some(Claimed::Trial(_)) => self.counters(Work::Trial).claims.inc(),
+            Some(Claimed::Job(_)) => self.counters(WorkKind::Job).claims.inc(),
+            Some(Claimed::Trial(_)) => self.counters(WorkKind::Trial).claims.inc(),
             None => {}
         }
         Ok(claimed)
