@@ -102,7 +102,7 @@ const OPEN_FILES: u32 = 256;
 /// box is a `sandbox::SandboxSlot`, set up once and reused for every run of the
 /// judging (it keeps its network namespace between runs).
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub(crate) struct JudgeSlot {
     box_id: u32,
     validator_box_id: u32,
     cpu: Option<u32>,
@@ -161,9 +161,9 @@ fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(Duration::from_secs(3600))
 }
 
-impl Slot {
+impl JudgeSlot {
     pub fn new(config: &JudgeConfig, cancel: &CancelHandle) -> Self {
-        Slot {
+        JudgeSlot {
             box_id: config.box_id,
             validator_box_id: config.validator_box_id,
             cpu: config.cpu,
@@ -258,7 +258,7 @@ impl Slot {
     }
 }
 
-impl Drop for Slot {
+impl Drop for JudgeSlot {
     fn drop(&mut self) {
         for cell in [&self.submission_box, &self.validator_box] {
             let slot = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
