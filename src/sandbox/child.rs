@@ -20,122 +20,12 @@ use seccompiler::BpfProgram;
 
 use super::cgroup::MemoryFds;
 use super::mount::{self, MountPlan};
+use super::record::{Record, Step};
 use super::seccomp;
 use super::sys::{self, CResult};
 
-/// Where a child step failed; the supervisor turns it into a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub(crate) enum Step {
-    DeathSignal = 1,
-    MakePrivate,
-    Mount,
-    PivotRoot,
-    Loopback,
-    JoinNetwork,
-    Hostname,
-    Fork,
-    JoinCgroup,
-    Stdio,
-    CloseFds,
-    Rlimit,
-    Chdir,
-    Groups,
-    Gid,
-    BoundingSet,
-    Ambient,
-    Uid,
-    Capabilities,
-    NoNewPrivs,
-    Seccomp,
-    Exec,
-    Reap,
-    JoinRoot,
-    OomScore,
-    MemoryLimit,
-}
-
-impl Step {
-    pub(crate) fn from_u32(v: u32) -> Option<Step> {
-        use Step::*;
-        [
-            DeathSignal,
-            MakePrivate,
-            Mount,
-            PivotRoot,
-            Loopback,
-            JoinNetwork,
-            Hostname,
-            Fork,
-            JoinCgroup,
-            Stdio,
-            CloseFds,
-            Rlimit,
-            Chdir,
-            Groups,
-            Gid,
-            BoundingSet,
-            Ambient,
-            Uid,
-            Capabilities,
-            NoNewPrivs,
-            Seccomp,
-            Exec,
-            Reap,
-            JoinRoot,
-            OomScore,
-            MemoryLimit,
-        ]
-        .into_iter()
-        .find(|s| *s as u32 == v)
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Step::DeathSignal => "set the parent-death signal",
-            Step::MakePrivate => "make the mount tree private",
-            Step::Mount => "build the root",
-            Step::PivotRoot => "pivot_root into the new root",
-            Step::Loopback => "bring up the loopback device",
-            Step::JoinNetwork => "join the slot's network namespace",
-            Step::Hostname => "set the hostname",
-            Step::Fork => "fork the program",
-            Step::JoinCgroup => "join the run's cgroup",
-            Step::Stdio => "connect stdin/stdout/stderr",
-            Step::CloseFds => "close inherited descriptors",
-            Step::Rlimit => "set rlimits",
-            Step::Chdir => "chdir to /box",
-            Step::Groups => "drop supplementary groups",
-            Step::Gid => "set the box gid",
-            Step::BoundingSet => "drop the capability bounding set",
-            Step::Ambient => "clear ambient capabilities",
-            Step::Uid => "set the box uid",
-            Step::Capabilities => "clear the capability sets",
-            Step::NoNewPrivs => "set no_new_privs",
-            Step::Seccomp => "install the seccomp filter",
-            Step::Exec => "execute the program",
-            Step::Reap => "wait for the program",
-            Step::JoinRoot => "join the slot's prepared root",
-            Step::OomScore => "raise the OOM score",
-            Step::MemoryLimit => "set the run's memory limit",
-        }
-    }
-}
-
-/// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
-/// The program's end: `[kind, 0, wait status, ru_maxrss in KiB]`.
 /// Stack the program starts on (vfork-like, until its execve).
 pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
-
-pub(crate) const REC_EXITED: u32 = 1;
-pub(crate) const REC_FAILED: u32 = 2;
-/// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
-/// before its `REC_EXITED` (the wall time is the program's, not the handoffs').
-pub(crate) const REC_TIME: u32 = 3;
-/// Memory charged to the cgroup just before the program's execve, when it set
-/// its limit over it: `[kind, bytes low, high, 0]` (its peak's baseline).
-pub(crate) const REC_BASE: u32 = 4;
-pub(crate) const RECORD_LEN: usize = 16;
 
 /// How the box reaches the network.
 #[derive(Debug, Clone, Copy)]
@@ -190,28 +80,12 @@ pub(crate) struct ChildSpec<'a> {
     pub memory_bytes: u64,
 }
 
-fn record(dst: &mut [u8], words: [u32; 4]) {
-    for (i, v) in words.into_iter().enumerate() {
-        if let Some(d) = dst.get_mut(i * 4..i * 4 + 4) {
-            d.copy_from_slice(&v.to_ne_bytes());
-        }
-    }
-}
-
-fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
-    let mut rec = [0u8; RECORD_LEN];
-    record(&mut rec, [kind, step, value, aux]);
-    let _ = sys::c_write_all(fd, &rec);
+fn report(fd: RawFd, record: Record) {
+    let _ = sys::c_write_all(fd, &record.encode());
 }
 
 fn fail(spec: &ChildSpec<'_>, step: Step, errno: i32, aux: u32) -> ! {
-    report(
-        spec.report_fd,
-        REC_FAILED,
-        step as u32,
-        errno.unsigned_abs(),
-        aux,
-    );
+    report(spec.report_fd, Record::failed(step, errno, aux));
     sys::c_exit(127)
 }
 
@@ -290,7 +164,7 @@ fn enter_mounts(spec: &ChildSpec<'_>) {
 /// namespace. Child-safe like everything here.
 pub(crate) fn template_main(mounts: &MountPlan, ready_fd: RawFd, hold_fd: RawFd) -> isize {
     let failed = |step: Step, e: i32, aux: u32| -> isize {
-        report(ready_fd, REC_FAILED, step as u32, e.unsigned_abs(), aux);
+        report(ready_fd, Record::failed(step, e, aux));
         1
     };
     if let Err(e) = sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
@@ -320,14 +194,18 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
             Ok((pid, status, max_rss_kib))
                 if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
             {
-                let ns = sys::c_monotonic_ns();
-                let mut recs = [0u8; 2 * RECORD_LEN];
-                let (time, exited) = recs.split_at_mut(RECORD_LEN);
-                let low = u32::try_from(ns & 0xffff_ffff).unwrap_or(0);
-                let high = u32::try_from(ns >> 32).unwrap_or(0);
-                record(time, [REC_TIME, low, high, 0]);
-                let rss = u32::try_from(max_rss_kib).unwrap_or(u32::MAX);
-                record(exited, [REC_EXITED, 0, status.cast_unsigned(), rss]);
+                let time = Record::Time {
+                    ns: sys::c_monotonic_ns(),
+                };
+                let exited = Record::Exited {
+                    status,
+                    max_rss_kib: u32::try_from(max_rss_kib).unwrap_or(u32::MAX),
+                };
+                // One write, so the supervisor wakes once for both.
+                let mut recs = [0u8; 2 * Record::LEN];
+                let (first, second) = recs.split_at_mut(Record::LEN);
+                first.copy_from_slice(&time.encode());
+                second.copy_from_slice(&exited.encode());
                 let _ = sys::c_write_all(spec.report_fd, &recs);
                 sys::c_exit(0)
             }
@@ -456,9 +334,7 @@ fn set_memory_limit(spec: &ChildSpec<'_>, fds: &MemoryFds) {
         // v2 kernels before 6.12 cannot reset memory.peak (a fresh cgroup then).
         let _ = sys::c_pwrite0(peak, b"0");
     }
-    let low = u32::try_from(usage & 0xffff_ffff).unwrap_or(0);
-    let high = u32::try_from(usage >> 32).unwrap_or(0);
-    report(spec.report_fd, REC_BASE, low, high, 0);
+    report(spec.report_fd, Record::Base { bytes: usage });
 }
 
 /// The decimal number at the start of `bytes` (0 if none).

@@ -15,6 +15,7 @@ mod launcher;
 mod mount;
 mod plan;
 mod prepare;
+mod record;
 mod report;
 mod seccomp;
 mod slot;

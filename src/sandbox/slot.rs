@@ -19,6 +19,7 @@ use super::error::SandboxError;
 use super::launcher::Launcher;
 use super::mount::{MountPlan, RootSpec, mount_points};
 use super::plan::Plan;
+use super::record::{Record, Step};
 use super::report::Report;
 use super::spawn::{self, Launch};
 use super::sys;
@@ -257,7 +258,7 @@ fn prepare_root(plan: &Plan) -> Result<OwnedFd, SandboxError> {
     let pid = unsafe { sys::clone_child(&mut builder, &mut stack, libc::CLONE_NEWNS) }
         .map_err(|e| SandboxError::sys("clone the root builder", e))?;
     drop((ready_w, hold_r));
-    let mut answer = [0u8; child::RECORD_LEN];
+    let mut answer = [0u8; Record::LEN];
     let n = sys::read_some(ready_r.as_raw_fd(), &mut answer).unwrap_or(0);
     let opened = if n == 1 {
         std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
@@ -272,19 +273,18 @@ fn prepare_root(plan: &Plan) -> Result<OwnedFd, SandboxError> {
     opened
 }
 
-fn template_error(mounts: &MountPlan, rec: &[u8; child::RECORD_LEN], n: usize) -> SandboxError {
-    let word =
-        |i: usize| u32::from_ne_bytes([rec[i * 4], rec[i * 4 + 1], rec[i * 4 + 2], rec[i * 4 + 3]]);
-    if n < child::RECORD_LEN {
+fn template_error(mounts: &MountPlan, rec: &[u8; Record::LEN], n: usize) -> SandboxError {
+    let failed = (n == Record::LEN).then(|| Record::decode(rec)).flatten();
+    let Some(Record::Failed { step, errno, aux }) = failed else {
         return SandboxError::LostChild {
             detail: "the root builder ended without a word".into(),
         };
-    }
-    let source = std::io::Error::from_raw_os_error(word(2).cast_signed());
-    let step = match child::Step::from_u32(word(1)) {
-        Some(child::Step::Mount) => format!(
+    };
+    let source = std::io::Error::from_raw_os_error(errno.cast_signed());
+    let step = match Step::from_u32(step) {
+        Some(Step::Mount) => format!(
             "prepare the slot's root: {}",
-            mounts.step_name(word(3) as usize)
+            mounts.step_name(aux as usize)
         ),
         Some(s) => format!("prepare the slot's root: {}", s.name()),
         None => "prepare the slot's root".to_string(),

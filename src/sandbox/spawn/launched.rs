@@ -15,11 +15,12 @@ use super::{
     wall,
 };
 use crate::sandbox::cgroup::{Baseline, SlotCgroup};
-use crate::sandbox::child::{Net, RECORD_LEN, Root};
+use crate::sandbox::child::{Net, Root};
 use crate::sandbox::error::SandboxError;
 use crate::sandbox::launcher::{ANSWER_TIMEOUT, Ended, Launcher, spec};
 use crate::sandbox::plan::Plan;
 use crate::sandbox::prepare::Prepared;
+use crate::sandbox::record::Record;
 use crate::sandbox::report::Report;
 use crate::sandbox::sys;
 
@@ -158,7 +159,7 @@ fn watch(
 
 /// Every record init wrote (it is gone: the pipe ends).
 fn drain(report: &OwnedFd, w: &mut Watched) -> Result<(), SandboxError> {
-    let mut buf = Vec::with_capacity(RECORD_LEN * 2);
+    let mut buf = Vec::with_capacity(Record::LEN * 2);
     while !read_records(report.as_raw_fd(), &mut buf, w)? {}
     Ok(())
 }

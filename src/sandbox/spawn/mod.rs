@@ -20,13 +20,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cgroup::{Baseline, CgroupLimits, Measured, SlotCgroup};
-use super::child::{
-    self, ChildSpec, Net, REC_BASE, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
-};
+use super::child::{self, ChildSpec, Net, Root};
 use super::error::SandboxError;
 use super::launcher::{CONTROL_SLICE_NS, Launcher};
 use super::plan::Plan;
 use super::prepare::{self, Prepared};
+use super::record::{Record, Step};
 use super::report::{Ending, Observed, Report, classify};
 use super::sys;
 
@@ -91,11 +90,11 @@ pub(crate) enum Launch<'a> {
 struct Watched {
     ending: Option<Ending>,
     failure: Option<(u32, u32, u32)>,
-    /// When the program ended (CLOCK_MONOTONIC ns, `REC_TIME`).
+    /// When the program ended (CLOCK_MONOTONIC ns, `Record::Time`).
     ended_at: Option<u64>,
-    /// Memory charged when the program started (`REC_BASE`).
+    /// Memory charged when the program started (`Record::Base`).
     memory_base: Option<u64>,
-    /// The program's largest resident set (wait4's `ru_maxrss`, `REC_EXITED`).
+    /// The program's largest resident set (wait4's `ru_maxrss`, `Record::Exited`).
     max_rss: u64,
     cpu_over: bool,
     wall_over: bool,
@@ -261,7 +260,7 @@ fn watch_pipe(
     start: Start,
 ) -> Result<Watched, SandboxError> {
     let mut w = Watched::default();
-    let mut buf = Vec::with_capacity(RECORD_LEN * 2);
+    let mut buf = Vec::with_capacity(Record::LEN * 2);
     loop {
         if sys::poll_readable(report.as_raw_fd(), tick_timeout(plan, start))
             .map_err(|e| SandboxError::sys("poll the report pipe", e))?
@@ -328,23 +327,19 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
         return Ok(true);
     }
     buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
-    while buf.len() >= RECORD_LEN {
-        let rec: Vec<u32> = buf
-            .drain(..RECORD_LEN)
-            .collect::<Vec<u8>>()
-            .chunks_exact(4)
-            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        match rec.as_slice() {
-            [REC_TIME, low, high, _] => {
-                w.ended_at = Some(u64::from(*low) | (u64::from(*high) << 32));
-            }
-            [REC_BASE, low, high, _] => {
-                w.memory_base = Some(u64::from(*low) | (u64::from(*high) << 32));
-            }
-            [REC_EXITED, _, status, rss_kib] => {
-                w.max_rss = u64::from(*rss_kib).saturating_mul(1024);
-                let status = status.cast_signed();
+    while buf.len() >= Record::LEN {
+        let mut bytes = [0u8; Record::LEN];
+        for (dst, src) in bytes.iter_mut().zip(buf.drain(..Record::LEN)) {
+            *dst = src;
+        }
+        match Record::decode(&bytes) {
+            Some(Record::Time { ns }) => w.ended_at = Some(ns),
+            Some(Record::Base { bytes }) => w.memory_base = Some(bytes),
+            Some(Record::Exited {
+                status,
+                max_rss_kib,
+            }) => {
+                w.max_rss = u64::from(max_rss_kib).saturating_mul(1024);
                 w.ending = Some(if libc::WIFSIGNALED(status) {
                     Ending::Signaled(libc::WTERMSIG(status))
                 } else {
@@ -352,11 +347,11 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
                 });
                 return Ok(true);
             }
-            [REC_FAILED, step, errno, aux] => {
-                w.failure = Some((*step, *errno, *aux));
+            Some(Record::Failed { step, errno, aux }) => {
+                w.failure = Some((step, errno, aux));
                 return Ok(true);
             }
-            _ => {}
+            None => {}
         }
     }
     Ok(false)
