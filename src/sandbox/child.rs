@@ -28,7 +28,7 @@ use super::sys::{self, CResult};
 pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
 
 /// How the box reaches the network.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Net {
     /// A fresh namespace (CLONE_NEWNET) whose loopback init brings up.
     Fresh,
@@ -38,24 +38,44 @@ pub(crate) enum Net {
     Host,
 }
 
-/// How init gets its root.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Root {
-    /// Build it all on a fresh tmpfs, then pivot_root (clone with CLONE_NEWNS).
-    Fresh,
-    /// Already in a private copy of the slot's prepared root (the launcher made
-    /// it before the clone); add the per-run mounts.
-    Entered,
+/// How init came to be, which decides what it and the program still do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StartPath {
+    /// `sandbox::run`: the supervisor cloned init into fresh namespaces (with
+    /// CLONE_NEWNS). init builds the root on a fresh tmpfs and pivots into it; the
+    /// program enters the run's cgroup (`cgroup`), then makes the cgroup
+    /// namespace, and resets the signals and the capability bounding set itself.
+    OneShot { cgroup: CgroupEntry },
+    /// A slot's launcher cloned init inside a private copy of the slot's prepared
+    /// root and in the run's cgroup (v1: the launcher lives there; v2:
+    /// `CLONE_INTO_CGROUP`). init adds the per-run mounts and makes the cgroup
+    /// namespace. `clean`: the launcher already emptied the capability bounding
+    /// set and put every signal at its default, once for all its children.
+    Launched { clean: bool },
+}
+
+/// How a one-shot run's program enters the run's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CgroupEntry {
+    /// v2: forked straight into this cgroup directory (clone3), where the kernel can.
+    pub into: Option<RawFd>,
+    /// Else it joins by writing `0` into these (v1: every hierarchy's `tasks`;
+    /// v2: the run's `cgroup.procs`).
+    pub join: Vec<RawFd>,
+}
+
+impl StartPath {
+    /// The launcher reset the signals and emptied the bounding set already.
+    fn launcher_clean(&self) -> bool {
+        matches!(self, StartPath::Launched { clean: true })
+    }
 }
 
 /// Everything the child needs, built by the supervisor before clone.
 pub(crate) struct ChildSpec<'a> {
-    pub root: Root,
+    pub start: StartPath,
     pub mounts: &'a MountPlan,
     pub net: Net,
-    pub join_fds: Vec<RawFd>,
-    /// v2: the run's cgroup directory, to fork the program straight into it.
-    pub cgroup_dir: Option<RawFd>,
     /// Descriptors for 0, 1, 2 (None = keep the inherited one).
     pub stdio: [Option<RawFd>; 3],
     pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
@@ -66,15 +86,9 @@ pub(crate) struct ChildSpec<'a> {
     pub argv: sys::CStrArray<'a>,
     pub envp: sys::CStrArray<'a>,
     pub report_fd: RawFd,
-    /// init was born in the run's cgroup (a slot's launcher cloned it there), so
-    /// it makes the cgroup namespace; else the program does, after joining.
-    pub cgroupns_in_init: bool,
     /// A stack reserved for the program's start (vfork-like), taken by the one
     /// start that uses it; `None`: fork.
     pub program_stack: Cell<Option<sys::VforkStack<'a>>>,
-    /// The capability bounding set is already empty and every signal at its
-    /// default: the launcher did both once for all its children.
-    pub launcher_clean: bool,
     /// The cgroup files to set the run's exact memory limit with, and that limit.
     pub memory: Option<MemoryFds>,
     pub memory_bytes: u64,
@@ -109,16 +123,17 @@ pub(crate) unsafe fn init_main(spec: &ChildSpec<'_>) -> isize {
         Step::DeathSignal,
         sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong),
     );
-    match spec.root {
-        Root::Fresh => {
+    match spec.start {
+        StartPath::OneShot { .. } => {
             try_step(spec, Step::MakePrivate, mount::make_private());
             enter_mounts(spec);
             try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
         }
-        Root::Entered => enter_mounts(spec),
-    }
-    if spec.cgroupns_in_init {
-        cgroup_namespace(spec);
+        StartPath::Launched { .. } => {
+            enter_mounts(spec);
+            // Born in the run's cgroup: the namespace is rooted there already.
+            cgroup_namespace(spec);
+        }
     }
     match spec.net {
         Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
@@ -224,7 +239,12 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
 /// Only in init ([`init_main`]), which has one thread: the vfork-like start runs
 /// the program's first steps in init's memory.
 unsafe fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
-    if let Some(dir) = spec.cgroup_dir {
+    if let StartPath::OneShot {
+        cgroup: CgroupEntry {
+            into: Some(dir), ..
+        },
+    } = spec.start
+    {
         // SAFETY: the child runs `program_main` alone: async-signal-safe calls
         // ending in execve or `c_exit`, never returning here.
         match unsafe { sys::c_fork_into_cgroup(dir) } {
@@ -257,12 +277,12 @@ unsafe fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
 /// it puts the run's descriptors on 0, 1 and 2, closing what was there, which
 /// nothing running in that process uses again (it execs or exits).
 unsafe fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
-    if !joined {
-        for fd in &spec.join_fds {
-            try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+    if let StartPath::OneShot { cgroup } = &spec.start {
+        if !joined {
+            for fd in &cgroup.join {
+                try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+            }
         }
-    }
-    if !spec.cgroupns_in_init {
         cgroup_namespace(spec);
     }
     // The OOM killer picks the run's processes before the slot's launcher and
@@ -277,7 +297,7 @@ unsafe fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     if let Some(fds) = &spec.memory {
         set_memory_limit(spec, fds);
     }
-    if !spec.launcher_clean {
+    if !spec.start.launcher_clean() {
         // A clone of the supervisor; a launcher's children start clean.
         sys::c_reset_signals();
     }
@@ -378,7 +398,7 @@ fn drop_privileges(spec: &ChildSpec<'_>) {
     try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
     // Each drop allocates a new `cred`; a launcher's children start with an
     // empty bounding set and skip this.
-    if !spec.launcher_clean {
+    if !spec.start.launcher_clean() {
         for cap in 0..=spec.last_cap {
             match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
                 Ok(()) | Err(libc::EINVAL) => {}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::cgroup::SlotCgroup;
-use super::child::{self, Net, Root};
+use super::child::{self, Net};
 use super::error::SandboxError;
 use super::launcher::Launcher;
 use super::mount::{MountPlan, RootSpec, mount_points};
@@ -113,14 +113,7 @@ impl SandboxSlot {
         if self.one_shot {
             let net = if plan.network { Net::Host } else { Net::Fresh };
             let cgroup = self.cgroup.as_mut().ok_or_else(closed)?;
-            return spawn::run_in(
-                &plan,
-                cgroup,
-                Launch::Direct {
-                    net,
-                    root: Root::Fresh,
-                },
-            );
+            return spawn::run_in(&plan, cgroup, Launch::Direct { net });
         }
         let netns = if plan.network {
             None

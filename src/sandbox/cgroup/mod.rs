@@ -97,7 +97,7 @@ pub(crate) const SETUP_HEADROOM: u64 = 8 << 20;
 /// slot's processes, init's and its own kernel objects), set the memory limit to
 /// the run's plus that, reset the peak to now, and report that usage (the
 /// baseline of its peak).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MemoryFds {
     /// v1 `memory.usage_in_bytes`, v2 `memory.current`.
     pub usage: RawFd,

@@ -223,8 +223,7 @@ impl Server {
             // CLONE_NEWPID works only while our children would be in our own.
             let _ = sys::setns(self.home_pid.as_raw_fd(), libc::CLONE_NEWPID);
         }
-        let mut spec = decoded.child_spec();
-        spec.launcher_clean = self.launcher_clean;
+        let spec = decoded.child_spec(self.launcher_clean);
         // SAFETY: the launcher has one thread (started by an ELF constructor
         // before any `main`, it starts none), and the child runs init alone.
         let cloned = unsafe { sys::clone_fork(flags, cgroup) };

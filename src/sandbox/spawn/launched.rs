@@ -15,7 +15,7 @@ use super::{
     wall,
 };
 use crate::sandbox::cgroup::{Baseline, SlotCgroup};
-use crate::sandbox::child::{Net, Root};
+use crate::sandbox::child::{Net, StartPath};
 use crate::sandbox::error::SandboxError;
 use crate::sandbox::launcher::{ANSWER_TIMEOUT, Ended, Launcher, spec};
 use crate::sandbox::plan::Plan;
@@ -94,7 +94,9 @@ fn encode(
     report_fd: RawFd,
 ) -> Result<spec::Writer, SandboxError> {
     let net = via.netns.map_or(Net::Host, Net::Join);
-    let mut child = child_spec(plan, prepared, Root::Entered, net, report_fd);
+    // Whether the launcher's children start clean is the launcher's to say.
+    let path = StartPath::Launched { clean: false };
+    let mut child = child_spec(plan, prepared, path, net, report_fd);
     child.memory = cgroup.memory_fds();
     child.memory_bytes = own_memory_limit(plan, base);
     // The launcher's own 0-2 are not the caller's: "inherit" sends ours along.

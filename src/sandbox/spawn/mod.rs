@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cgroup::{Baseline, CgroupLimits, Measured, SlotCgroup};
-use super::child::{self, ChildSpec, Net, Root};
+use super::child::{self, CgroupEntry, ChildSpec, Net, StartPath};
 use super::error::SandboxError;
 use super::launcher::{CONTROL_SLICE_NS, Launcher};
 use super::plan::Plan;
@@ -70,7 +70,7 @@ impl Drop for ShortSlice {
 /// How init is started.
 pub(crate) enum Launch<'a> {
     /// The supervisor clones it (one-shot runs).
-    Direct { net: Net, root: Root },
+    Direct { net: Net },
     /// The slot's launcher clones it from a private copy of `template`.
     Launched {
         launcher: &'a mut Launcher,
@@ -136,7 +136,7 @@ pub(crate) fn run_in(
         pids: plan.limits.processes,
     };
     let result = cgroup.begin(&limits, ours).and_then(|base| match launch {
-        Launch::Direct { net, root } => direct(plan, &mut prepared, cgroup, &base, net, root),
+        Launch::Direct { net } => direct(plan, &mut prepared, cgroup, &base, net),
         Launch::Launched {
             launcher,
             template,
@@ -167,17 +167,15 @@ pub(crate) fn run_in(
 fn child_spec<'a>(
     plan: &Plan,
     prepared: &'a Prepared,
-    root: Root,
+    start: StartPath,
     net: Net,
     report_fd: RawFd,
 ) -> ChildSpec<'a> {
     let parts = &prepared.parts;
     ChildSpec {
-        root,
+        start,
         mounts: &parts.mounts,
         net,
-        join_fds: Vec::new(),
-        cgroup_dir: None,
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
         uid: plan.box_uid(),
@@ -187,9 +185,7 @@ fn child_spec<'a>(
         argv: sys::CStrArray::new(&parts.argv),
         envp: sys::CStrArray::new(&parts.envp),
         report_fd,
-        cgroupns_in_init: false,
         program_stack: Cell::new(None),
-        launcher_clean: false,
         memory: None,
         memory_bytes: plan.limits.memory_bytes,
     }
@@ -208,20 +204,21 @@ fn direct(
     cgroup: &mut SlotCgroup,
     base: &Baseline,
     net: Net,
-    root: Root,
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
     let mut program_stack = vec![0u8; child::PROGRAM_STACK];
-    let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
-    spec.join_fds = cgroup.join_fds().iter().map(AsRawFd::as_raw_fd).collect();
-    spec.cgroup_dir = cgroup.dir_fd();
+    let path = StartPath::OneShot {
+        cgroup: CgroupEntry {
+            into: cgroup.dir_fd(),
+            join: cgroup.join_fds().iter().map(AsRawFd::as_raw_fd).collect(),
+        },
+    };
+    let mut spec = child_spec(plan, prepared, path, net, report_w.as_raw_fd());
     spec.memory = cgroup.memory_fds();
     spec.memory_bytes = own_memory_limit(plan, base);
-    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-    if matches!(root, Root::Fresh) {
-        flags |= libc::CLONE_NEWNS;
-    }
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if matches!(net, Net::Fresh) {
         flags |= libc::CLONE_NEWNET;
     }
