@@ -19,24 +19,16 @@ use std::os::fd::RawFd;
 use seccompiler::BpfProgram;
 
 use super::cgroup::MemoryFds;
+use super::creds;
 use super::mount::{self, MountPlan};
+use super::net::{self, Net};
 use super::record::{Record, Step};
+use super::rlimit::{self, Rlimit};
 use super::seccomp;
 use super::sys::{self, CResult};
 
 /// Stack the program starts on (vfork-like, until its execve).
 pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
-
-/// How the box reaches the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Net {
-    /// A fresh namespace (CLONE_NEWNET) whose loopback init brings up.
-    Fresh,
-    /// A prepared loopback-only namespace kept open by a slot.
-    Join(RawFd),
-    /// The host's network (`--network`).
-    Host,
-}
 
 /// How init came to be, which decides what it and the program still do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +70,7 @@ pub(crate) struct ChildSpec<'a> {
     pub net: Net,
     /// Descriptors for 0, 1, 2 (None = keep the inherited one).
     pub stdio: [Option<RawFd>; 3],
-    pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    pub rlimits: Vec<Rlimit>,
     pub uid: u32,
     pub last_cap: u32,
     pub filters: &'a [BpfProgram],
@@ -135,14 +127,8 @@ pub(crate) unsafe fn init_main(spec: &ChildSpec<'_>) -> isize {
             cgroup_namespace(spec);
         }
     }
-    match spec.net {
-        Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
-        Net::Join(fd) => try_step(
-            spec,
-            Step::JoinNetwork,
-            sys::c_setns(fd, libc::CLONE_NEWNET),
-        ),
-        Net::Host => {}
+    if let Err((step, e)) = net::enter(spec.net) {
+        fail(spec, step, e, 0);
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
     // SAFETY: we are init, a one-thread clone made for this (see # Safety).
@@ -315,15 +301,12 @@ unsafe fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
         }
     }
     try_step(spec, Step::CloseFds, sys::c_cloexec_from(3));
-    for (resource, soft, hard) in &spec.rlimits {
-        try_step(
-            spec,
-            Step::Rlimit,
-            sys::c_setrlimit(*resource, *soft, *hard),
-        );
-    }
+    try_step(spec, Step::Rlimit, rlimit::apply(&spec.rlimits));
     try_step(spec, Step::Chdir, sys::c_chdir(c"/box"));
-    drop_privileges(spec);
+    let bounding_set_empty = spec.start.launcher_clean();
+    if let Err((step, e, aux)) = creds::drop_to(spec.uid, spec.last_cap, bounding_set_empty) {
+        fail(spec, step, e, aux);
+    }
     try_step(
         spec,
         Step::NoNewPrivs,
@@ -388,34 +371,6 @@ fn cgroup_namespace(spec: &ChildSpec<'_>) {
     match sys::c_unshare(libc::CLONE_NEWCGROUP) {
         Err(libc::EINVAL) | Ok(()) => {}
         Err(e) => fail(spec, Step::JoinCgroup, e, 0),
-    }
-}
-
-/// Box uid/gid, no supplementary groups, every capability set emptied. The
-/// bounding set must go while we still hold CAP_SETPCAP, i.e. before setresuid.
-fn drop_privileges(spec: &ChildSpec<'_>) {
-    try_step(spec, Step::Groups, sys::c_setgroups_empty());
-    try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
-    // Each drop allocates a new `cred`; a launcher's children start with an
-    // empty bounding set and skip this.
-    if !spec.start.launcher_clean() {
-        for cap in 0..=spec.last_cap {
-            match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
-                Ok(()) | Err(libc::EINVAL) => {}
-                Err(e) => fail(spec, Step::BoundingSet, e, cap),
-            }
-        }
-    }
-    try_step(spec, Step::Ambient, ambient_clear());
-    try_step(spec, Step::Uid, sys::c_setresuid(spec.uid));
-    try_step(spec, Step::Capabilities, sys::c_capset_none());
-}
-
-fn ambient_clear() -> CResult {
-    let clear_all = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
-    match sys::c_prctl(libc::PR_CAP_AMBIENT, clear_all) {
-        Err(libc::EINVAL) => Ok(()), // kernel without ambient capabilities
-        other => other,
     }
 }
 

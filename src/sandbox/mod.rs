@@ -9,14 +9,17 @@
 mod boxlock;
 mod cgroup;
 mod child;
+mod creds;
 mod error;
 pub mod host;
 mod launcher;
 mod mount;
+mod net;
 mod plan;
 mod prepare;
 mod record;
 mod report;
+mod rlimit;
 mod seccomp;
 mod slot;
 mod spawn;

@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::cgroup::SlotCgroup;
-use super::child::{self, Net};
+use super::child;
 use super::error::SandboxError;
 use super::launcher::Launcher;
 use super::mount::{MountPlan, RootSpec, mount_points};
+use super::net::{self, Net};
 use super::plan::Plan;
 use super::record::{Record, Step};
 use super::report::Report;
@@ -175,7 +176,7 @@ impl SandboxSlot {
 
     fn netns_fd(&mut self) -> Result<RawFd, SandboxError> {
         if self.netns.is_none() {
-            self.netns = Some(loopback_namespace()?);
+            self.netns = Some(net::loopback_namespace()?);
         }
         self.netns
             .as_ref()
@@ -283,32 +284,4 @@ fn template_error(mounts: &MountPlan, rec: &[u8; Record::LEN], n: usize) -> Sand
         None => "prepare the slot's root".to_string(),
     };
     SandboxError::Child { step, source }
-}
-
-/// A new network namespace with only `lo`, up; kept alive by the returned fd.
-/// Made on a short-lived thread: the namespace switch affects only that thread.
-fn loopback_namespace() -> Result<OwnedFd, SandboxError> {
-    let worker = std::thread::Builder::new()
-        .name("judge-netns".into())
-        .spawn(|| -> Result<OwnedFd, SandboxError> {
-            sys::c_unshare(libc::CLONE_NEWNET).map_err(|e| {
-                SandboxError::sys(
-                    "create a network namespace",
-                    std::io::Error::from_raw_os_error(e),
-                )
-            })?;
-            sys::c_loopback_up().map_err(|e| {
-                SandboxError::sys(
-                    "bring up lo in the slot's namespace",
-                    std::io::Error::from_raw_os_error(e),
-                )
-            })?;
-            std::fs::File::open("/proc/thread-self/ns/net")
-                .map(OwnedFd::from)
-                .map_err(|e| SandboxError::io("open", "/proc/thread-self/ns/net", e))
-        })
-        .map_err(|e| SandboxError::sys("start the namespace thread", e))?;
-    worker
-        .join()
-        .map_err(|_| SandboxError::sys("namespace thread", std::io::Error::other("panicked")))?
 }

@@ -10,8 +10,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use seccompiler::{BpfProgram, sock_filter};
 
 use crate::sandbox::cgroup::MemoryFds;
-use crate::sandbox::child::{ChildSpec, Net, StartPath};
+use crate::sandbox::child::{ChildSpec, StartPath};
 use crate::sandbox::mount::{MountPlan, Op};
+use crate::sandbox::net::Net;
 use crate::sandbox::sys;
 
 /// Bumped when the encoding changes (the launcher is the same binary, but a

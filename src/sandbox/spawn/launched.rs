@@ -15,9 +15,10 @@ use super::{
     wall,
 };
 use crate::sandbox::cgroup::{Baseline, SlotCgroup};
-use crate::sandbox::child::{Net, StartPath};
+use crate::sandbox::child::StartPath;
 use crate::sandbox::error::SandboxError;
 use crate::sandbox::launcher::{ANSWER_TIMEOUT, Ended, Launcher, spec};
+use crate::sandbox::net::Net;
 use crate::sandbox::plan::Plan;
 use crate::sandbox::prepare::Prepared;
 use crate::sandbox::record::Record;

@@ -20,11 +20,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cgroup::{Baseline, CgroupLimits, Measured, SlotCgroup};
-use super::child::{self, CgroupEntry, ChildSpec, Net, StartPath};
+use super::child::{self, CgroupEntry, ChildSpec, StartPath};
+use super::creds;
 use super::error::SandboxError;
 use super::launcher::{CONTROL_SLICE_NS, Launcher};
+use super::net::Net;
 use super::plan::Plan;
-use super::prepare::{self, Prepared};
+use super::prepare::Prepared;
 use super::record::{Record, Step};
 use super::report::{Ending, Observed, Report, classify};
 use super::sys;
@@ -179,7 +181,7 @@ fn child_spec<'a>(
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
         uid: plan.box_uid(),
-        last_cap: prepare::last_cap(),
+        last_cap: creds::last_cap(),
         filters: &parts.filters,
         exec_paths: parts.exec_paths.clone(),
         argv: sys::CStrArray::new(&parts.argv),
