@@ -51,6 +51,16 @@ pub fn init_tracing(command: &Command) {
     };
 }
 
+/// `--language-config FILE`'s table, or the built-in one.
+fn language_table(
+    config: Option<&std::path::Path>,
+) -> Result<crate::judge::LanguageTable, crate::judge::LanguageConfigError> {
+    match config {
+        Some(path) => crate::judge::LanguageTable::from_file(path),
+        None => crate::judge::LanguageTable::builtin(),
+    }
+}
+
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Sandbox(args) => sandbox::run(args),

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::cli::VerifyArgs;
-use crate::judge::{BoxLock, LanguageTable, MAX_BOX_ID, slot_box_ids};
+use crate::judge::{BoxLock, MAX_BOX_ID, slot_box_ids};
 use crate::package::{self, UnpackLimits};
 use crate::verify::{self, Config, table};
 
@@ -39,11 +39,7 @@ impl Out {
 }
 
 pub fn run(args: &VerifyArgs) -> ExitCode {
-    let languages = match &args.language_config {
-        Some(path) => LanguageTable::from_file(path),
-        None => LanguageTable::builtin(),
-    };
-    let languages = match languages {
+    let languages = match super::language_table(args.language_config.as_deref()) {
         Ok(t) => t,
         Err(e) => return usage(e),
     };

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::package::{Problem, ProblemKind};
 
-pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError};
+pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError, plan_cpus, usable_cpus};
 pub use details::{TestDetail, TestTiming};
 pub use error::{JudgeError, reason};
 pub use language::{Language, LanguageConfigError, LanguageTable, Toolchain};

@@ -317,7 +317,7 @@ async fn check_key(client: &Client, server: &str) -> Result<(), RunnerError> {
 
 /// CPUs − 1 (one is left to the daemon, the Server, the kernel), at least 1.
 pub fn default_slots() -> usize {
-    slot::usable_cpus().len().saturating_sub(1).max(1)
+    crate::sandbox::usable_cpus().len().saturating_sub(1).max(1)
 }
 
 /// Downloads from the Server's origin carry the Runner key (`GET

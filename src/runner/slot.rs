@@ -182,60 +182,16 @@ impl RunnerSlot {
     }
 }
 
-/// The CPUs this process may run on (its affinity mask), lowest first.
-pub fn usable_cpus() -> Vec<u32> {
-    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        return vec![0];
-    };
-    let cpus: Vec<u32> = (0..nix::sched::CpuSet::count())
-        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-        .filter_map(|cpu| u32::try_from(cpu).ok())
-        .collect();
-    if cpus.is_empty() { vec![0] } else { cpus }
-}
-
-/// The CPU of each slot. With fewer slots than CPUs, slots take the highest
-/// CPUs and leave the lowest to the daemon, the Server and interrupts; with more,
-/// they share round-robin (measurements get noisier: a warning says so).
+/// The CPU of each slot ([`crate::sandbox::plan_cpus`]), with a warning when
+/// slots must share CPUs (measurements get noisier).
 pub fn plan_cpus(slots: usize, pin: bool) -> Vec<Option<u32>> {
-    if !pin {
-        return vec![None; slots];
-    }
-    let cpus = usable_cpus();
-    if slots > cpus.len() {
+    let cpus = crate::sandbox::usable_cpus().len();
+    if pin && slots > cpus {
         tracing::warn!(
             slots,
-            cpus = cpus.len(),
+            cpus,
             "more slots than CPUs: slots share CPUs and timings get noisier"
         );
     }
-    let skip = cpus.len().saturating_sub(slots);
-    (0..slots)
-        .map(|i| Some(cpus[(skip + i) % cpus.len()]))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_get_distinct_cpus_from_the_top() {
-        let cpus = usable_cpus();
-        assert!(!cpus.is_empty());
-        let plan = plan_cpus(cpus.len().saturating_sub(1).max(1), true);
-        let mut seen: Vec<u32> = plan.iter().map(|c| c.unwrap()).collect();
-        assert!(seen.iter().all(|c| cpus.contains(c)));
-        let n = seen.len();
-        seen.dedup();
-        assert_eq!(seen.len(), n, "a CPU given twice: {plan:?}");
-        if cpus.len() > 1 {
-            assert!(
-                !plan.contains(&Some(cpus[0])),
-                "the lowest CPU is left free"
-            );
-        }
-        assert_eq!(plan_cpus(3, false), vec![None, None, None]);
-        assert_eq!(plan_cpus(cpus.len() + 2, true).len(), cpus.len() + 2);
-    }
+    crate::sandbox::plan_cpus(slots, pin)
 }

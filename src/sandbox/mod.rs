@@ -9,6 +9,7 @@
 mod boxlock;
 mod cgroup;
 mod child;
+mod cpus;
 mod creds;
 mod error;
 pub mod host;
@@ -30,6 +31,7 @@ pub use cgroup::{
     CgroupFacts, children_of_parent, facts as cgroup_facts, remove_parent,
     version as cgroup_version,
 };
+pub use cpus::{plan_cpus, usable_cpus};
 pub use error::SandboxError;
 pub use plan::{
     BOX_UID_BASE, Bind, Cancel, DEFAULT_CGROUP_PARENT, Limits, Plan, SeccompPolicy, Stdio,
@@ -62,13 +64,5 @@ pub fn run(plan: &Plan) -> Result<Report, SandboxError> {
     let mut slot = SandboxSlot::one_shot(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
     let result = slot.run(plan);
     let closed = slot.close();
-    match (result, closed) {
-        (Ok(report), Ok(())) => Ok(report),
-        (Err(e), Ok(())) => Err(e),
-        (Ok(_), Err(cleanup)) => Err(cleanup),
-        (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
-            run: Box::new(run),
-            cleanup: Box::new(cleanup),
-        }),
-    }
+    SandboxError::with_cleanup(result, closed)
 }

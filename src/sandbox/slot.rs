@@ -211,14 +211,7 @@ impl SandboxSlot {
         let removed = self.cgroup.take().map_or(Ok(()), SlotCgroup::remove);
         self.netns = None;
         self.root = None;
-        match (stopped, removed) {
-            (Ok(()), r) => r,
-            (Err(e), Ok(())) => Err(e),
-            (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
-                run: Box::new(run),
-                cleanup: Box::new(cleanup),
-            }),
-        }
+        SandboxError::with_cleanup(stopped, removed)
     }
 }
 

@@ -88,8 +88,10 @@ impl Default for WebhookConfig {
     }
 }
 
-/// `serve --languages`' default (CONTRACT §4).
-pub const DEFAULT_LANGUAGES: [&str; 5] = ["c", "cpp", "python3", "rust", "java"];
+/// `serve --languages`' default (CONTRACT §4) as the flag writes it: the
+/// contract's five, all in the Runner's built-in language table (a test in
+/// `cli.rs` checks that; the Server itself never reads that table).
+pub const DEFAULT_LANGUAGES: &str = "c,cpp,python3,rust,java";
 
 impl Config {
     /// The contract's defaults, with the three things nobody can default.
@@ -111,7 +113,7 @@ impl Config {
             manager_token: manager_token.into(),
             max_connections: 16,
             max_claim_wait: Duration::from_secs(60),
-            languages: DEFAULT_LANGUAGES.iter().map(|l| l.to_string()).collect(),
+            languages: DEFAULT_LANGUAGES.split(',').map(String::from).collect(),
             webhooks: WebhookConfig::default(),
         }
     }

@@ -155,15 +155,7 @@ pub(crate) fn run_in(
         }
     });
     let finished = prepared.box_dir.finish();
-    match (result, finished) {
-        (Ok(report), Ok(())) => Ok(report),
-        (Err(e), Ok(())) => Err(e),
-        (Ok(_), Err(cleanup)) => Err(cleanup),
-        (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
-            run: Box::new(run),
-            cleanup: Box::new(cleanup),
-        }),
-    }
+    SandboxError::with_cleanup(result, finished)
 }
 
 fn child_spec<'a>(
