@@ -84,7 +84,7 @@ fn judge_once(judge: &Judge, problem: &package::Problem, tests: usize) -> (f64, 
 
 /// `runs` bare sandbox runs of the compiled solution, as the judge runs a test
 /// (program dir bound read-only, fresh box, stdin/stdout files), seconds per run.
-fn bare_runs(slot: &mut sandbox::Slot, work: &Path, problem_dir: &Path, runs: usize) -> f64 {
+fn bare_runs(slot: &mut sandbox::SandboxSlot, work: &Path, problem_dir: &Path, runs: usize) -> f64 {
     let secret = problem_dir.join("data/secret");
     let start = Instant::now();
     for i in 0..runs {
@@ -196,7 +196,7 @@ fn main() {
         .status()
         .unwrap();
     assert!(gcc.success());
-    let mut slot = sandbox::Slot::new(702, &parent, None).unwrap();
+    let mut slot = sandbox::SandboxSlot::new(702, &parent, None).unwrap();
 
     println!("judge bench: {tests} tests, {rounds} rounds, interleaved judge / bare sandbox");
     let (mut totals, mut walks, mut bares) = (Vec::new(), Vec::new(), Vec::new());

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use judge_runner::sandbox::{self, Plan, Slot, Status};
+use judge_runner::sandbox::{self, Plan, SandboxSlot, Status};
 
 #[path = "common/load.rs"]
 mod load;
@@ -163,7 +163,7 @@ fn cli(args: &[&str]) {
 fn overhead(meter: &Meter, parent: &str, loaded: bool) {
     let runs = env_num("BENCH_RUNS", 500);
     let load = loaded.then(|| load::Load::start(Some(&outside_procs())));
-    let mut slot = Slot::new(1, parent, None).unwrap();
+    let mut slot = SandboxSlot::new(1, parent, None).unwrap();
     let plan = limited(Plan::new("/bin/true"));
     let one_shot = limited(Plan::new("/bin/true"))
         .box_id(2)
@@ -200,7 +200,7 @@ fn overhead(meter: &Meter, parent: &str, loaded: bool) {
             Box::new(|| assert!(Command::new("/bin/true").status().unwrap().success())),
         ),
         (
-            "sandbox Slot::run",
+            "sandbox SandboxSlot::run",
             Box::new(|| assert_eq!(slot.run(&plan).unwrap().status, Status::Ok)),
         ),
         (
@@ -262,7 +262,7 @@ fn overhead(meter: &Meter, parent: &str, loaded: bool) {
 /// the same load.
 fn throughput(parent: &str) {
     let runs = env_num("BENCH_RUNS", 500);
-    let mut slot = Slot::new(4, parent, None).unwrap();
+    let mut slot = SandboxSlot::new(4, parent, None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let plan = limited(Plan::new("/bin/true")).box_dir(dir.path());
     let (mut sandboxed, mut plain) = (Duration::ZERO, Duration::ZERO);
@@ -323,7 +323,7 @@ fn cpu_accuracy(meter: &Meter, parent: &str) {
     };
     let probe = 50_000_000u64;
     let iters = (probe as f64 * 0.3 / iters_for(probe).max(1e-3)) as u64;
-    let mut slot = Slot::new(3, parent, None).unwrap();
+    let mut slot = SandboxSlot::new(3, parent, None).unwrap();
     let plan = Plan::new("/box/loop")
         .arg(iters.to_string())
         .box_dir(dir.path());
@@ -356,7 +356,7 @@ fn cpu_accuracy(meter: &Meter, parent: &str) {
 /// Back-to-back slot runs and nothing else, to profile (`perf record`, `strace`).
 fn profile_slot(parent: &str) {
     let runs = env_num("BENCH_RUNS", 500);
-    let mut slot = Slot::new(5, parent, None).unwrap();
+    let mut slot = SandboxSlot::new(5, parent, None).unwrap();
     let plan = limited(Plan::new("/bin/true"));
     for _ in 0..runs {
         assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);

@@ -325,7 +325,7 @@ pub struct ServeArgs {
         long,
         value_name = "LANG,...",
         value_delimiter = ',',
-        default_value = "c,cpp,python3,rust,java"
+        default_value = crate::server::DEFAULT_LANGUAGES
     )]
     pub languages: Vec<String>,
     /// Longest `wait_seconds` a claim may wait
@@ -512,6 +512,19 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_accepts_by_default_the_contracts_five_languages_of_the_built_in_table() {
+        let cli = Cli::try_parse_from(["judge-runner", "serve"]).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(args.languages, ["c", "cpp", "python3", "rust", "java"]);
+        let table = crate::judge::LanguageTable::builtin().unwrap();
+        for language in &args.languages {
+            assert!(table.get(language).is_some(), "{language} is not built in");
+        }
     }
 
     #[test]

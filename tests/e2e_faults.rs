@@ -495,7 +495,7 @@ async fn one_second_lease_outlives_a_slow_test() {
 /// deliveries; when the sandbox works again the job completes.
 #[tokio::test(flavor = "multi_thread")]
 async fn broken_sandbox_refused_at_start_and_pauses_claims() {
-    use judge_runner::sandbox::Slot;
+    use judge_runner::sandbox::SandboxSlot;
     let scene = Scene::new("broken");
     let serve = scene.serve(30);
     let manager = serve.manager();
@@ -504,7 +504,7 @@ async fn broken_sandbox_refused_at_start_and_pauses_claims() {
 
     // Box 3190 held by another process (here: this test) — the sandbox refuses
     // a second slot of a box id, so the daemon's self-test fails.
-    let held = Slot::new(3190, &scene.cgroup_parent, None).unwrap();
+    let held = SandboxSlot::new(3190, &scene.cgroup_parent, None).unwrap();
     let mut refused = scene.daemon(&serve.url, &a.key, 3190, "refused.log");
     let status = refused
         .wait_exit(Duration::from_secs(30))
@@ -523,7 +523,7 @@ async fn broken_sandbox_refused_at_start_and_pauses_claims() {
     let daemon = scene.daemon(&serve.url, &a.key, 3190, "a.log");
     daemon.wait_started().await;
     // Now the sandbox breaks under it (the box taken while the slot is idle).
-    let held = Slot::new(3190, &scene.cgroup_parent, None).unwrap();
+    let held = SandboxSlot::new(3190, &scene.cgroup_parent, None).unwrap();
     let job = submit_echo(&manager, problem, 0.0).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     while daemon

@@ -1,5 +1,5 @@
 //! The judge runs both programs of an interactive test in this process, on two
-//! threads, each through its own `sandbox::Slot`. Sandbox M1 could deadlock that
+//! threads, each through its own `sandbox::SandboxSlot`. Sandbox M1 could deadlock that
 //! way (glibc's set*id broadcast in a clone of a threaded process: the program's
 //! process hung on a futex before exec, in ~60% of 30 tries). These tests are the
 //! judge's repro, kept as a guard: any hang ends by a wall limit and fails them.
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use judge_runner::judge::{CancelHandle, JudgeError, Options, Verdict};
 use judge_runner::package;
-use judge_runner::sandbox::{Plan, Slot, Status, Stdio};
+use judge_runner::sandbox::{Plan, SandboxSlot, Status, Stdio};
 
 /// Box ids of the raw slots; `judge_common::judge()` hands out 100.. and 300..
 const TALKER_BOX: u32 = 900;
@@ -38,8 +38,8 @@ fn plan(program: &str, dir: &std::path::Path, stdin: OwnedFd, stdout: OwnedFd) -
 fn two_slots_on_two_threads_talk_through_pipes_without_hanging() {
     let _serial = judge_common::serial();
     let parent = judge_common::cgroup_parent();
-    let mut talker = Slot::new(TALKER_BOX, &parent, None).unwrap();
-    let mut answerer = Slot::new(ANSWERER_BOX, &parent, None).unwrap();
+    let mut talker = SandboxSlot::new(TALKER_BOX, &parent, None).unwrap();
+    let mut answerer = SandboxSlot::new(ANSWERER_BOX, &parent, None).unwrap();
     let start = Instant::now();
     let mut slowest = Duration::ZERO;
     for i in 0..ITERATIONS {

@@ -321,7 +321,8 @@ fn slot_and_one_shot_roots_look_the_same() {
             .plan("/bin/sh")
             .args(["-c", script])
             .stdout(Stdio::File(out.path().into()));
-        let mut slot = judge_runner::sandbox::Slot::new(cx.box_id, &cx.parent, None).unwrap();
+        let mut slot =
+            judge_runner::sandbox::SandboxSlot::new(cx.box_id, &cx.parent, None).unwrap();
         assert_eq!(slot.run(&plan).unwrap().status, Status::Ok);
         slot.close().unwrap();
         std::fs::read_to_string(out.path()).unwrap()

@@ -265,7 +265,7 @@ fn output_exactly_at_the_limit_allowed() {
 fn a_tiny_program_reports_memory_a_big_one_its_allocation() {
     let cx = Ctx::new("tiny_memory");
     let prog = cx.probe("mem");
-    let mut slot = judge_runner::sandbox::Slot::new(cx.box_id, &cx.parent, None).unwrap();
+    let mut slot = judge_runner::sandbox::SandboxSlot::new(cx.box_id, &cx.parent, None).unwrap();
     for via_slot in [false, true] {
         let mut run = |plan: judge_runner::sandbox::Plan| {
             let r = if via_slot {

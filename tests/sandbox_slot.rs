@@ -13,13 +13,13 @@ mod sandbox_common;
 use std::path::Path;
 use std::time::Duration;
 
-use judge_runner::sandbox::{self, SandboxError, Slot, Status};
+use judge_runner::sandbox::{self, SandboxError, SandboxSlot, Status};
 use sandbox_common::{Ctx, capture_in, launcher_pid, probe, slow};
 
 const MIB: u64 = 1 << 20;
 
-fn slot(cx: &Ctx) -> Slot {
-    Slot::new(cx.box_id, &cx.parent, None).unwrap()
+fn slot(cx: &Ctx) -> SandboxSlot {
+    SandboxSlot::new(cx.box_id, &cx.parent, None).unwrap()
 }
 
 fn within_5_percent_of_100_mib(bytes: u64) -> bool {
@@ -298,7 +298,7 @@ fn second_slot_of_a_box_id_denied() {
     let cx = Ctx::new("slot_twice");
     let mut first = slot(&cx);
     assert_eq!(first.run(&cx.plan("/bin/true")).unwrap().status, Status::Ok);
-    let second = Slot::new(cx.box_id, &cx.parent, None);
+    let second = SandboxSlot::new(cx.box_id, &cx.parent, None);
     assert!(
         matches!(second, Err(SandboxError::CgroupSetup { .. })),
         "{second:?}"

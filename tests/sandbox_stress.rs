@@ -11,7 +11,7 @@ mod sandbox_common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use judge_runner::sandbox::{self, Cancel, SandboxError, Slot, Status, Stdio};
+use judge_runner::sandbox::{self, Cancel, SandboxError, SandboxSlot, Status, Stdio};
 use sandbox_common::{Ctx, slow};
 
 /// Processes on the host running as `uid`.
@@ -59,7 +59,7 @@ fn thousand_runs_leave_nothing_behind() {
     let start = Instant::now();
     // Half through one long-lived slot (prepared root, kept netns), half one-shot
     // (fresh root), alternating; one-shot runs alternate the temp and a given box.
-    let mut slot = Slot::new(cx.box_id, &cx.parent, None).unwrap();
+    let mut slot = SandboxSlot::new(cx.box_id, &cx.parent, None).unwrap();
     for i in 0..runs {
         let mut plan = sandbox::Plan::new("/bin/true")
             .box_id(cx.box_id)
@@ -220,7 +220,7 @@ fn two_sandboxes_talk_through_pipes() {
 #[test]
 fn slot_runs_many_times_with_a_kept_network_namespace() {
     let cx = Ctx::new("slot");
-    let mut slot = Slot::new(cx.box_id, &cx.parent, None).unwrap();
+    let mut slot = SandboxSlot::new(cx.box_id, &cx.parent, None).unwrap();
     for _ in 0..20 {
         let r = slot
             .run(

@@ -7,9 +7,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::cli::JudgeArgs;
-use crate::judge::{
-    BoxLock, Judge, JudgeConfig, LanguageTable, Options, Outcome, SourceFile, Submission,
-};
+use crate::judge::{BoxLock, Judge, JudgeConfig, Options, Outcome, SourceFile, Submission};
 use crate::package::{self, LoadedPackage, UnpackLimits};
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
@@ -36,11 +34,7 @@ fn failure(reason: &str, message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: JudgeArgs) -> ExitCode {
-    let languages = match &args.language_config {
-        Some(path) => LanguageTable::from_file(path),
-        None => LanguageTable::builtin(),
-    };
-    let languages = match languages {
+    let languages = match super::language_table(args.language_config.as_deref()) {
         Ok(t) => t,
         Err(e) => return usage(e),
     };

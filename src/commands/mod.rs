@@ -3,6 +3,7 @@
 
 mod check;
 mod daemon;
+mod demo;
 mod forward;
 mod judge;
 mod package;
@@ -51,6 +52,16 @@ pub fn init_tracing(command: &Command) {
     };
 }
 
+/// `--language-config FILE`'s table, or the built-in one.
+fn language_table(
+    config: Option<&std::path::Path>,
+) -> Result<crate::judge::LanguageTable, crate::judge::LanguageConfigError> {
+    match config {
+        Some(path) => crate::judge::LanguageTable::from_file(path),
+        None => crate::judge::LanguageTable::builtin(),
+    }
+}
+
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Sandbox(args) => sandbox::run(args),
@@ -59,7 +70,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Daemon(args) => daemon::run(args),
         Command::Forward(args) => forward::run(args),
-        Command::Demo(args) => crate::demo::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(&args),
     }

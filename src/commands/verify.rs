@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use crate::cli::VerifyArgs;
 use crate::judge::{BoxLock, LanguageTable, MAX_BOX_ID, slot_box_ids};
-use crate::package::{self, UnpackLimits};
-use crate::verify::{self, Config, table};
+use crate::package::{self, LoadedPackage, UnpackLimits};
+use crate::verify::{self, Config, Entry, Summary, table};
 
 use super::{EXIT_FAILURE, EXIT_USAGE};
 
@@ -39,11 +39,7 @@ impl Out {
 }
 
 pub fn run(args: &VerifyArgs) -> ExitCode {
-    let languages = match &args.language_config {
-        Some(path) => LanguageTable::from_file(path),
-        None => LanguageTable::builtin(),
-    };
-    let languages = match languages {
+    let languages = match super::language_table(args.language_config.as_deref()) {
         Ok(t) => t,
         Err(e) => return usage(e),
     };
@@ -60,33 +56,11 @@ pub fn run(args: &VerifyArgs) -> ExitCode {
     if !nix::unistd::Uid::effective().is_root() {
         return failure("must run as root (the sandbox creates namespaces and cgroups)");
     }
-    let limits = UnpackLimits {
-        max_entries: args.unpack.max_entries,
-        max_unpacked: args.unpack.max_unpacked.bytes(),
-    };
-    // The same loading as `judge` and the same message as `package check`.
-    let loaded = match package::load(&args.package, &limits) {
+    let (loaded, entries) = match load(args, &languages) {
         Ok(loaded) => loaded,
-        Err(err) => return failure(format!("{err} [{}]", err.code())),
+        Err(status) => return status,
     };
     let problem = &loaded.problem;
-    for warning in &problem.warnings {
-        eprintln!("warning: {warning}");
-    }
-    let mut warnings = Vec::new();
-    let mut entries = match verify::plan::entries(problem, &languages, &mut warnings) {
-        Ok(entries) => entries,
-        Err(e) => return failure(e),
-    };
-    for warning in &warnings {
-        eprintln!("warning: {warning}");
-    }
-    if let Some(glob) = &args.only {
-        entries.retain(|e| verify::plan::glob_matches(glob, &e.label));
-        if entries.is_empty() {
-            return usage(format!("--only {glob:?} matches no example submission"));
-        }
-    }
     let out = Out {
         to_stderr: args.report.as_deref() == Some("-"),
     };
@@ -130,6 +104,44 @@ pub fn run(args: &VerifyArgs) -> ExitCode {
         &mut |limit| out.say(&limit.to_string()),
         &mut |row| out.say(&table::line(row, width)),
     );
+    finish(&out, args, &summary)
+}
+
+/// The package (its warnings said) and the example submissions to verify,
+/// `--only` applied; or the exit status saying why not.
+fn load(
+    args: &VerifyArgs,
+    languages: &LanguageTable,
+) -> Result<(LoadedPackage, Vec<Entry>), ExitCode> {
+    let limits = UnpackLimits {
+        max_entries: args.unpack.max_entries,
+        max_unpacked: args.unpack.max_unpacked.bytes(),
+    };
+    // The same loading as `judge` and the same message as `package check`.
+    let loaded = package::load(&args.package, &limits)
+        .map_err(|err| failure(format!("{err} [{}]", err.code())))?;
+    for warning in &loaded.problem.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut warnings = Vec::new();
+    let mut entries =
+        verify::plan::entries(&loaded.problem, languages, &mut warnings).map_err(failure)?;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(glob) = &args.only {
+        entries.retain(|e| verify::plan::glob_matches(glob, &e.label));
+        if entries.is_empty() {
+            return Err(usage(format!(
+                "--only {glob:?} matches no example submission"
+            )));
+        }
+    }
+    Ok((loaded, entries))
+}
+
+/// The table, each row's error, the JSON report; 0 when every verdict matched.
+fn finish(out: &Out, args: &VerifyArgs, summary: &Summary) -> ExitCode {
     out.say("");
     out.say(summary.time_limit.to_string().as_str());
     out.say(table::table(&summary.rows, summary.wall).trim_end());

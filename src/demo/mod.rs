@@ -9,8 +9,7 @@
 pub mod examples;
 pub mod manager;
 
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +17,6 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 
-use crate::cli::DemoArgs;
 use crate::judge::{LanguageTable, Verdict};
 use crate::protocol::{Id, JobView};
 use crate::runner::{Daemon, Shutdown};
@@ -31,30 +29,30 @@ use manager::Manager;
 const DEADLINE: Duration = Duration::from_secs(15 * 60);
 const POLL: Duration = Duration::from_millis(300);
 
-pub fn run(args: DemoArgs) -> ExitCode {
+/// What `judge-runner demo` was asked for (the command fills it from its flags).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Slots of the demo's Runner; `None`: CPUs - 1, at least 1.
+    pub slots: Option<u32>,
+    /// Keep the temporary directory (database, storage, cache) and say where it is.
+    pub keep: bool,
+    /// Example problems to judge; `None`: the bundled `examples/problems`.
+    pub problems: Option<PathBuf>,
+    /// Judge through a forwarding Runner and a second Server.
+    pub forward: bool,
+}
+
+/// Runs the demo to the end. `Ok(true)` when every verdict matched the folder
+/// its submission sits in, `Ok(false)` when one did not; `Err` when the demo
+/// itself could not run (the command turns each into an exit status).
+pub fn run(options: Options) -> anyhow::Result<bool> {
     if !nix::unistd::Uid::effective().is_root() {
-        eprintln!(
-            "judge-runner demo: must run as root (the Runner creates namespaces and cgroups)"
-        );
-        return ExitCode::from(crate::commands::EXIT_FAILURE);
+        bail!("must run as root (the Runner creates namespaces and cgroups)");
     }
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("judge-runner demo: cannot start the async runtime: {e}");
-            return ExitCode::from(crate::commands::EXIT_FAILURE);
-        }
-    };
-    let outcome = runtime.block_on(demo(args));
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(demo(options));
     runtime.shutdown_timeout(Duration::from_secs(5));
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(crate::commands::EXIT_FAILURE),
-        Err(e) => {
-            eprintln!("judge-runner demo: {e:#}");
-            ExitCode::from(crate::commands::EXIT_FAILURE)
-        }
-    }
+    outcome
 }
 
 /// One submitted example and what became of it: `row` is `verify`'s row,
@@ -66,8 +64,8 @@ struct Tracked {
     row: verify::Row,
 }
 
-async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
-    let root = match &args.problems {
+async fn demo(options: Options) -> anyhow::Result<bool> {
+    let root = match &options.problems {
         Some(dir) => dir.clone(),
         None => examples::find_examples_dir().context(
             "cannot find the example problems: run from the repository, or set JUDGE_EXAMPLES_DIR, or pass --problems DIR",
@@ -107,7 +105,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
 
     // With --forward the daemon serves a second Server (B) and a forwarder
     // brings it the work submitted to the first (A).
-    let judging = if args.forward {
+    let judging = if options.forward {
         let mut config = server::Config::new(
             format!("sqlite://{}", work_dir.join("judge-b.db").display()),
             work_dir.join("storage-b"),
@@ -133,7 +131,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     // Removed however the demo ends, a failed start included.
     let _parent = ParentCgroup(cgroup_parent.clone());
     let mut daemon_config = crate::runner::Config::new(daemon_server.clone(), runner.key);
-    daemon_config.slots = args.slots;
+    daemon_config.slots = options.slots;
     daemon_config.cache_dir = work_dir.join("packages-cache");
     daemon_config.work_base = Some(work_dir.clone());
     daemon_config.cgroup_parent.clone_from(&cgroup_parent);
@@ -183,7 +181,7 @@ async fn demo(args: DemoArgs) -> anyhow::Result<bool> {
     }
     let tracked = judged?;
     let all_matched = print_table(&tracked, wall);
-    if args.keep {
+    if options.keep {
         let kept = work.keep();
         eprintln!("judge-runner demo: kept {}", kept.display());
         eprintln!("{}", serve_again(&kept, &token));
@@ -398,9 +396,11 @@ mod tests {
     fn the_banner_names_only_languages_the_examples_use() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/problems");
         let problems = load(&root).unwrap();
-        let offered: Vec<String> = ["c", "cpp", "java", "python3", "rust"]
+        let offered: Vec<String> = LanguageTable::builtin()
+            .unwrap()
+            .ids()
             .map(String::from)
-            .to_vec();
+            .collect();
         let banner = banner_languages(&problems, &offered);
         assert_eq!(banner, "the examples are in c, cpp, python3");
         let banner = banner_languages(&problems, &offered[..2]);

@@ -99,17 +99,17 @@ const OPEN_FILES: u32 = 256;
 
 /// The sandbox slot a judging runs in: two boxes (the submission's, and a
 /// validator's that may run beside it), CPU, cgroup parent, cancel handle. Each
-/// box is a `sandbox::Slot`, set up once and reused for every run of the
+/// box is a `sandbox::SandboxSlot`, set up once and reused for every run of the
 /// judging (it keeps its network namespace between runs).
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub(crate) struct JudgeSlot {
     box_id: u32,
     validator_box_id: u32,
     cpu: Option<u32>,
     cgroup_parent: String,
     cancel: sandbox::Cancel,
-    submission_box: Mutex<Option<sandbox::Slot>>,
-    validator_box: Mutex<Option<sandbox::Slot>>,
+    submission_box: Mutex<Option<sandbox::SandboxSlot>>,
+    validator_box: Mutex<Option<sandbox::SandboxSlot>>,
 }
 
 fn sandbox_error(what: &str, e: SandboxError) -> JudgeError {
@@ -161,9 +161,9 @@ fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.001)).unwrap_or(Duration::from_secs(3600))
 }
 
-impl Slot {
+impl JudgeSlot {
     pub fn new(config: &JudgeConfig, cancel: &CancelHandle) -> Self {
-        Slot {
+        JudgeSlot {
             box_id: config.box_id,
             validator_box_id: config.validator_box_id,
             cpu: config.cpu,
@@ -202,7 +202,7 @@ impl Slot {
         let plan = self.plan(run);
         let mut guard = cell.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            let slot = sandbox::Slot::new(box_id, &self.cgroup_parent, self.cpu)
+            let slot = sandbox::SandboxSlot::new(box_id, &self.cgroup_parent, self.cpu)
                 .map_err(|e| sandbox_error(what, e))?;
             *guard = Some(slot);
         }
@@ -258,11 +258,11 @@ impl Slot {
     }
 }
 
-impl Drop for Slot {
+impl Drop for JudgeSlot {
     fn drop(&mut self) {
         for cell in [&self.submission_box, &self.validator_box] {
             let slot = cell.lock().unwrap_or_else(|p| p.into_inner()).take();
-            if let Some(Err(e)) = slot.map(sandbox::Slot::close) {
+            if let Some(Err(e)) = slot.map(sandbox::SandboxSlot::close) {
                 tracing::warn!(error = %e, "closing a sandbox slot failed");
             }
         }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::package::{Problem, TestCase, TestGroup};
 
 use super::Options;
-use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream, WorkDir};
+use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, JudgeSlot, Stream, WorkDir};
 use super::capture::{self, Captured};
 use super::compile::Program;
 use super::default_validator;
@@ -55,7 +55,7 @@ pub(crate) fn case_run(
 
 /// Everything a test run needs, for the whole judging.
 pub(crate) struct SandboxCases<'a> {
-    pub slot: &'a Slot,
+    pub slot: &'a JudgeSlot,
     pub work: &'a WorkDir,
     pub problem: &'a Problem,
     pub program: &'a Program,
@@ -65,7 +65,7 @@ pub(crate) struct SandboxCases<'a> {
 
 impl<'a> SandboxCases<'a> {
     pub fn new(
-        slot: &'a Slot,
+        slot: &'a JudgeSlot,
         work: &'a WorkDir,
         problem: &'a Problem,
         options: &Options,

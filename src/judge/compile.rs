@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::package::Problem;
 
-use super::boxed::{Bind, BoxLimits, BoxRun, BoxStatus, Slot, Stream, WorkDir};
+use super::boxed::{Bind, BoxLimits, BoxRun, BoxStatus, JudgeSlot, Stream, WorkDir};
 use super::capture;
 use super::error::JudgeError;
 use super::java;
@@ -60,7 +60,7 @@ fn check_names(files: &[SourceFile]) -> Result<(), String> {
 }
 
 pub(crate) fn compile(
-    slot: &Slot,
+    slot: &JudgeSlot,
     work: &WorkDir,
     language: &Language,
     toolchain: &Toolchain,
@@ -224,7 +224,7 @@ pub(crate) struct Build<'a> {
 /// first 64 KiB become the log; the rest is read and discarded, so a compiler
 /// flooding its output runs into its time limit, not an output limit.
 pub(crate) fn build_in_box(
-    slot: &Slot,
+    slot: &JudgeSlot,
     build: Build<'_>,
 ) -> Result<Result<String, String>, JudgeError> {
     let Build {

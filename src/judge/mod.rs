@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::package::{Problem, ProblemKind};
 
-pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError};
+pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError, plan_cpus, usable_cpus};
 pub use details::{TestDetail, TestTiming};
 pub use error::{JudgeError, reason};
 pub use language::{Language, LanguageConfigError, LanguageTable, Toolchain};
@@ -219,7 +219,7 @@ impl Judge {
         const WHAT: &str = "running the start-up self-test (/bin/true)";
         let work = boxed::WorkDir::new(self.config.work_root.as_deref())?;
         let cancel = CancelHandle::new();
-        let slot = boxed::Slot::new(&self.config, &cancel);
+        let slot = boxed::JudgeSlot::new(&self.config, &cancel);
         for (validator_box, dir) in [(false, "self-test"), (true, "self-test-validator")] {
             let dir = work.fresh(dir)?;
             let report = slot.run(
@@ -275,7 +275,7 @@ impl Judge {
             return Err(JudgeError::package("the package has no test cases"));
         }
         let work = boxed::WorkDir::new(self.config.work_root.as_deref())?;
-        let slot = boxed::Slot::new(&self.config, &options.cancel);
+        let slot = boxed::JudgeSlot::new(&self.config, &options.cancel);
         let max_score = match problem.kind {
             ProblemKind::PassFail => 1.0,
             ProblemKind::Scoring => grading::max_score(&problem.data),

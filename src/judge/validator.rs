@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::package::{CustomValidator, OutputValidator, Problem, ProblemKind, TestCase, TestGroup};
 
-use super::boxed::{Bind, BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream};
+use super::boxed::{Bind, BoxLimits, BoxReport, BoxRun, BoxStatus, JudgeSlot, Stream};
 use super::compile::{Build, build_in_box, read_capped};
 use super::error::JudgeError;
 use super::language::{self, CompileLimits, LanguageTable, Toolchain, Vars};
@@ -67,7 +67,7 @@ impl ValidatorCache {
         &self,
         problem: &Problem,
         languages: &LanguageTable,
-        slot: &Slot,
+        slot: &JudgeSlot,
         toolchain: impl Fn(&str) -> Result<Toolchain, JudgeError>,
     ) -> Result<Option<Arc<BuiltValidator>>, JudgeError> {
         let OutputValidator::Custom(custom) = &problem.validator else {
@@ -164,7 +164,7 @@ fn script_argv(inside: &str, host: &Path) -> Vec<String> {
 fn build(
     custom: &CustomValidator,
     languages: &LanguageTable,
-    slot: &Slot,
+    slot: &JudgeSlot,
     toolchain: &dyn Fn(&str) -> Result<Toolchain, JudgeError>,
     dir: PathBuf,
 ) -> Result<BuiltValidator, JudgeError> {

@@ -7,19 +7,21 @@
 //! goes to `/failure` (never as a verdict), a lost lease drops everything, a
 //! stopping daemon releases.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::judge::{CancelHandle, JudgeError, Options, Outcome, SourceFile, Submission, Verdict};
-use crate::package::{CacheEntry, PackageError, Problem};
+use crate::judge::{
+    CancelHandle, Judge, JudgeError, Options, Outcome, SourceFile, Submission, Verdict,
+};
+use crate::package::{Cache, CacheEntry, PackageError, Problem};
 use crate::protocol::{Claim, PackageRef, ResultBody, SubmissionFile, Timing, TrialResultBody};
 
-use super::client::WorkRef;
+use super::client::{Client, WorkRef};
 use super::lease::{Lease, LeaseKeeper};
-use super::metrics::JudgeTime;
+use super::metrics::{JudgeTime, Metrics};
 use super::settle::{self, Ending};
 use super::shutdown::Shutdown;
-use super::slot::Slot;
 
 /// The reason a claim whose files cannot be decoded is failed with (not
 /// retryable: every Runner would decode the same bytes).
@@ -27,8 +29,45 @@ pub const SUBMISSION_INVALID: &str = "submission.invalid";
 /// The name of the pseudo-test a trial reports when its submission does not compile.
 pub const TRIAL_COMPILE_TEST: &str = "compile";
 
+/// Parsed problems by package SHA-256: a package is content-addressed, so one
+/// parse serves every later job of it. Small and cleared when full; a miss
+/// costs one parse.
+#[derive(Default)]
+pub(crate) struct ProblemMemo(Mutex<HashMap<String, Arc<Problem>>>);
+
+const PROBLEM_MEMO_SIZE: usize = 64;
+
+impl ProblemMemo {
+    pub fn get(&self, sha256: &str) -> Option<Arc<Problem>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sha256)
+            .cloned()
+    }
+
+    pub fn insert(&self, sha256: &str, problem: Arc<Problem>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= PROBLEM_MEMO_SIZE {
+            map.clear();
+        }
+        map.insert(sha256.to_string(), problem);
+    }
+}
+
+/// What evaluating one claim needs of the slot it runs on: its index (for the
+/// logs), its judge (CPU and box id) and what every slot of the daemon shares.
+pub(crate) struct JobContext<'a> {
+    pub slot: usize,
+    pub judge: &'a Arc<Judge>,
+    pub client: &'a Client,
+    pub cache: &'a Cache,
+    pub metrics: &'a Arc<Metrics>,
+    pub problems: &'a ProblemMemo,
+}
+
 /// A job or a trial, as far as evaluating it goes.
-struct Work {
+struct ClaimedWork {
     work: WorkRef,
     token: String,
     lease_seconds: u64,
@@ -38,10 +77,10 @@ struct Work {
     files: Vec<SubmissionFile>,
 }
 
-impl From<Claim> for Work {
+impl From<Claim> for ClaimedWork {
     fn from(claim: Claim) -> Self {
         match claim {
-            Claim::Job(c) => Work {
+            Claim::Job(c) => ClaimedWork {
                 work: WorkRef::Job(c.job_id),
                 token: c.lease_token,
                 lease_seconds: c.lease_seconds,
@@ -50,7 +89,7 @@ impl From<Claim> for Work {
                 language: c.language,
                 files: c.files,
             },
-            Claim::Trial(c) => Work {
+            Claim::Trial(c) => ClaimedWork {
                 work: WorkRef::Trial(c.trial_id),
                 token: c.lease_token,
                 lease_seconds: c.lease_seconds,
@@ -88,20 +127,20 @@ impl Evaluated {
 
 /// Evaluates one claim to the end. Answers whether it ended in a sandbox
 /// failure (the host's fault, not the job's), for the slot's breaker.
-pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) -> bool {
-    let work = Work::from(claim);
+pub(crate) async fn evaluate(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) -> bool {
+    let work = ClaimedWork::from(claim);
     let started = Instant::now();
-    tracing::info!(work = %work.work, slot = slot.index, language = %work.language, package = %work.package.sha256, "claimed");
+    tracing::info!(work = %work.work, slot = ctx.slot, language = %work.language, package = %work.package.sha256, "claimed");
     let keeper = LeaseKeeper::start(
-        slot.shared.client.clone(),
+        ctx.client.clone(),
         Lease {
             work: work.work,
             token: work.token.clone(),
             seconds: work.lease_seconds,
         },
-        Arc::clone(&slot.shared.metrics),
+        Arc::clone(ctx.metrics),
     );
-    let evaluated = run(slot, &work, &keeper, shutdown).await;
+    let evaluated = run(ctx, &work, &keeper, shutdown).await;
     let lost = keeper.lost().clone();
     // The keeper stops before the report: a progress call racing the Result would
     // reach a job that is no longer Running and be refused as stale.
@@ -114,41 +153,45 @@ pub(crate) async fn evaluate(slot: &Slot, claim: Claim, shutdown: &Shutdown) -> 
     };
     let sandbox_failed = matches!(&evaluated, Evaluated::Failed { reason, .. }
         if reason == crate::judge::reason::SANDBOX_FAILED);
-    settle(slot, &work, evaluated, shutdown).await;
+    settle(ctx, &work, evaluated, shutdown).await;
     tracing::debug!(work = %work.work, seconds = started.elapsed().as_secs_f64(), "done with the work");
     sandbox_failed
 }
 
 /// A claim answered after the daemon began stopping: released at once, unjudged.
-pub(crate) async fn hand_back(slot: &Slot, claim: Claim, shutdown: &Shutdown) {
-    let work = Work::from(claim);
-    tracing::info!(work = %work.work, slot = slot.index, "claimed while stopping: releasing it");
-    settle(slot, &work, Evaluated::Abandoned, shutdown).await;
+pub(crate) async fn hand_back(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) {
+    let work = ClaimedWork::from(claim);
+    tracing::info!(work = %work.work, slot = ctx.slot, "claimed while stopping: releasing it");
+    settle(ctx, &work, Evaluated::Abandoned, shutdown).await;
 }
 
-async fn run(slot: &Slot, work: &Work, keeper: &LeaseKeeper, shutdown: &Shutdown) -> Evaluated {
+async fn run(
+    ctx: &JobContext<'_>,
+    work: &ClaimedWork,
+    keeper: &LeaseKeeper,
+    shutdown: &Shutdown,
+) -> Evaluated {
     let prepared = tokio::select! {
         biased;
         () = keeper.lost().cancelled() => return Evaluated::Lost,
         () = shutdown.abandon().cancelled() => return Evaluated::Abandoned,
-        prepared = prepare(slot, work) => prepared,
+        prepared = prepare(ctx, work) => prepared,
     };
     let (entry, problem, submission) = match prepared {
         Ok(prepared) => prepared,
         Err(failed) => return failed,
     };
-    let evaluated = judge(slot, work, keeper, shutdown, problem, submission).await;
+    let evaluated = judge(ctx, work, keeper, shutdown, problem, submission).await;
     drop(entry); // the package stayed pinned in the cache while it was judged
     evaluated
 }
 
 /// The package (cached, parsed once per SHA-256) and the submission's files.
 async fn prepare(
-    slot: &Slot,
-    work: &Work,
+    ctx: &JobContext<'_>,
+    work: &ClaimedWork,
 ) -> Result<(CacheEntry, Arc<Problem>, Submission), Evaluated> {
-    let shared = &slot.shared;
-    let url = shared
+    let url = ctx
         .client
         .package_url(&work.package)
         .map_err(|e| Evaluated::Failed {
@@ -156,12 +199,12 @@ async fn prepare(
             retryable: false,
             message: e.to_string(),
         })?;
-    let entry = shared
+    let entry = ctx
         .cache
         .get(&url, &work.package.sha256)
         .await
         .map_err(|e| Evaluated::package(&e))?;
-    let problem = match shared.problems.get(entry.sha256()) {
+    let problem = match ctx.problems.get(entry.sha256()) {
         Some(problem) => problem,
         None => {
             let root = entry.problem_root().map_err(|e| Evaluated::package(&e))?;
@@ -174,7 +217,7 @@ async fn prepare(
                 })?
                 .map_err(|e| Evaluated::package(&e))?;
             let parsed = Arc::new(parsed);
-            shared.problems.insert(entry.sha256(), Arc::clone(&parsed));
+            ctx.problems.insert(entry.sha256(), Arc::clone(&parsed));
             parsed
         }
     };
@@ -186,7 +229,7 @@ async fn prepare(
     Ok((entry, problem, submission))
 }
 
-fn submission(work: &Work) -> Result<Submission, String> {
+fn submission(work: &ClaimedWork) -> Result<Submission, String> {
     let files = work
         .files
         .iter()
@@ -214,8 +257,8 @@ fn submission(work: &Work) -> Result<Submission, String> {
 /// Judges on a blocking thread; a lost lease or an abandoning daemon cancels the
 /// sandboxes through the judge's cancel handle (killed within one supervision tick).
 async fn judge(
-    slot: &Slot,
-    work: &Work,
+    ctx: &JobContext<'_>,
+    work: &ClaimedWork,
     keeper: &LeaseKeeper,
     shutdown: &Shutdown,
     problem: Arc<Problem>,
@@ -241,9 +284,9 @@ async fn judge(
             cancel.cancel();
         })
     };
-    let judge = Arc::clone(&slot.judge);
+    let judge = Arc::clone(ctx.judge);
     let progress = keeper.progress_sender();
-    let metrics = Arc::clone(&slot.shared.metrics);
+    let metrics = Arc::clone(ctx.metrics);
     let started = Instant::now();
     let judged = tokio::task::spawn_blocking(move || {
         judge.judge(&problem, &submission, &options, &mut |p| {
@@ -284,11 +327,15 @@ async fn judge(
 }
 
 /// Tells the Server how it ended (`settle`), retrying while it is unreachable.
-async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutdown) {
-    let shared = &slot.shared;
+async fn settle(
+    ctx: &JobContext<'_>,
+    work: &ClaimedWork,
+    evaluated: Evaluated,
+    shutdown: &Shutdown,
+) {
     let ending = match evaluated {
         Evaluated::Judged(outcome, time) => {
-            shared.metrics.judged(time);
+            ctx.metrics.judged(time);
             report(work, &outcome)
         }
         Evaluated::Failed {
@@ -304,8 +351,8 @@ async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutd
         Evaluated::Abandoned => Ending::Abandoned,
     };
     settle::settle(
-        &shared.client,
-        &shared.metrics,
+        ctx.client,
+        ctx.metrics,
         work.work,
         &work.token,
         ending,
@@ -316,7 +363,7 @@ async fn settle(slot: &Slot, work: &Work, evaluated: Evaluated, shutdown: &Shutd
 
 /// A verdict as the Server takes it: attachments and the Result (jobs), timings
 /// (trials).
-fn report(work: &Work, outcome: &Outcome) -> Ending {
+fn report(work: &ClaimedWork, outcome: &Outcome) -> Ending {
     if let WorkRef::Trial(_) = work.work {
         return Ending::TrialResult(TrialResultBody {
             lease_token: work.token.clone(),

@@ -111,8 +111,6 @@ impl Metrics {
     /// Prometheus text exposition format 0.0.4.
     pub fn render(&self, slots: usize) -> String {
         let mut out = String::new();
-        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let secs = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1e6;
         family(
             &mut out,
             "judge_runner_jobs_done_total",
@@ -127,7 +125,33 @@ impl Metrics {
             "Infrastructure failures reported to /failure, by reason",
             &labelled(&self.failures_by_reason, "reason"),
         );
-        let plain: [(&str, &str, &str, String); 13] = [
+        let busy = (
+            "judge_runner_busy_slots",
+            "gauge",
+            "Slots holding work right now",
+            self.busy_slots.load(Ordering::Relaxed).to_string(),
+        );
+        let plain = self
+            .event_counters()
+            .into_iter()
+            .chain(self.time_counters());
+        for (name, kind, help, value) in plain.chain([busy]) {
+            family(&mut out, name, kind, help, &[(String::new(), value)]);
+        }
+        family(
+            &mut out,
+            "judge_runner_slots",
+            "gauge",
+            "Slots of this daemon",
+            &[(String::new(), slots.to_string())],
+        );
+        out
+    }
+
+    /// The counters of things that happened, one sample each.
+    fn event_counters(&self) -> [Plain; 9] {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        [
             (
                 "judge_runner_claims_total",
                 "counter",
@@ -182,6 +206,13 @@ impl Metrics {
                 "Times a slot stopped claiming after sandbox failures in a row",
                 load(&self.slot_pauses).to_string(),
             ),
+        ]
+    }
+
+    /// Where judging's wall time went, in seconds.
+    fn time_counters(&self) -> [Plain; 3] {
+        let secs = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64 / 1e6;
+        [
             (
                 "judge_runner_judge_seconds_total",
                 "counter",
@@ -203,26 +234,12 @@ impl Metrics {
                     (secs(&self.judge_micros) - secs(&self.program_micros)).max(0.0)
                 ),
             ),
-            (
-                "judge_runner_busy_slots",
-                "gauge",
-                "Slots holding work right now",
-                load(&self.busy_slots).to_string(),
-            ),
-        ];
-        for (name, kind, help, value) in plain {
-            family(&mut out, name, kind, help, &[(String::new(), value)]);
-        }
-        family(
-            &mut out,
-            "judge_runner_slots",
-            "gauge",
-            "Slots of this daemon",
-            &[(String::new(), slots.to_string())],
-        );
-        out
+        ]
     }
 }
+
+/// A metric family without labels: name, type, help, its one value.
+type Plain = (&'static str, &'static str, &'static str, String);
 
 fn bump(map: &Mutex<BTreeMap<String, u64>>, key: &str) {
     let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);

@@ -143,7 +143,7 @@ pub enum RunnerError {
 
 /// A daemon ready to run: its slots built, its languages probed.
 pub struct Daemon {
-    slots: Vec<slot::Slot>,
+    slots: Vec<slot::RunnerSlot>,
     languages: Vec<String>,
     metrics: Arc<Metrics>,
     metrics_addr: Option<SocketAddr>,
@@ -231,12 +231,12 @@ impl Daemon {
             metrics: Arc::clone(&metrics),
             languages: languages.clone(),
             claim_wait: config.claim_wait,
-            problems: slot::ProblemMemo::default(),
+            problems: job::ProblemMemo::default(),
         });
         let slots = judges
             .into_iter()
             .enumerate()
-            .map(|(index, judge)| slot::Slot::new(index, judge, Arc::clone(&shared)))
+            .map(|(index, judge)| slot::RunnerSlot::new(index, judge, Arc::clone(&shared)))
             .collect();
         Ok(Daemon {
             slots,
@@ -323,7 +323,7 @@ pub async fn check_key(client: &Client, server: &str) -> Result<(), RunnerError>
 
 /// CPUs − 1 (one is left to the daemon, the Server, the kernel), at least 1.
 pub fn default_slots() -> usize {
-    slot::usable_cpus().len().saturating_sub(1).max(1)
+    crate::sandbox::usable_cpus().len().saturating_sub(1).max(1)
 }
 
 /// Downloads from the Server's origin carry the Runner key (`GET

@@ -2,18 +2,17 @@
 //! the Server is down or has nothing to give) whose work is evaluated on the
 //! slot's own CPU and box id and reported, with a breaker for a broken sandbox.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::judge::Judge;
-use crate::package::{Cache, Problem};
+use crate::package::Cache;
 use crate::protocol::Claim;
 
 use super::backoff::Backoff;
 use super::claim_loop::{ClaimHandler, ClaimLoop};
 use super::client::Client;
-use super::job;
+use super::job::{self, JobContext, ProblemMemo};
 use super::metrics::Metrics;
 use super::shutdown::Shutdown;
 
@@ -27,47 +26,33 @@ pub(crate) struct Shared {
     pub problems: ProblemMemo,
 }
 
-/// Parsed problems by package SHA-256: a package is content-addressed, so one
-/// parse serves every later job of it. Small and cleared when full; a miss
-/// costs one parse.
-#[derive(Default)]
-pub(crate) struct ProblemMemo(Mutex<HashMap<String, Arc<Problem>>>);
-
-const PROBLEM_MEMO_SIZE: usize = 64;
-
-impl ProblemMemo {
-    pub fn get(&self, sha256: &str) -> Option<Arc<Problem>> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(sha256)
-            .cloned()
-    }
-
-    pub fn insert(&self, sha256: &str, problem: Arc<Problem>) {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= PROBLEM_MEMO_SIZE {
-            map.clear();
-        }
-        map.insert(sha256.to_string(), problem);
-    }
-}
-
 /// Sandbox failures in a row after which a slot pauses claiming.
 const SANDBOX_FAILURES_IN_A_ROW: u32 = 3;
 
-pub(crate) struct Slot {
+pub(crate) struct RunnerSlot {
     pub index: usize,
     pub judge: Arc<Judge>,
     pub shared: Arc<Shared>,
 }
 
-impl Slot {
-    pub fn new(index: usize, judge: Arc<Judge>, shared: Arc<Shared>) -> Slot {
-        Slot {
+impl RunnerSlot {
+    pub fn new(index: usize, judge: Arc<Judge>, shared: Arc<Shared>) -> RunnerSlot {
+        RunnerSlot {
             index,
             judge,
             shared,
+        }
+    }
+
+    /// What a job evaluated on this slot needs of it.
+    fn job_context(&self) -> JobContext<'_> {
+        JobContext {
+            slot: self.index,
+            judge: &self.judge,
+            client: &self.shared.client,
+            cache: &self.shared.cache,
+            metrics: &self.shared.metrics,
+            problems: &self.shared.problems,
         }
     }
 
@@ -99,14 +84,14 @@ impl Slot {
 /// job's deliveries. Claims pause, from 30 s up to 10 min, until a job ends any
 /// other way.
 struct Evaluator<'a> {
-    slot: &'a Slot,
+    slot: &'a RunnerSlot,
     sick: Backoff,
     sandbox_failures: u32,
 }
 
 impl ClaimHandler for Evaluator<'_> {
     async fn handle(&mut self, claim: Claim, shutdown: &Shutdown) -> Option<Duration> {
-        let sandbox_failed = job::evaluate(self.slot, claim, shutdown).await;
+        let sandbox_failed = job::evaluate(&self.slot.job_context(), claim, shutdown).await;
         if sandbox_failed {
             self.sandbox_failures += 1;
         } else {
@@ -127,64 +112,20 @@ impl ClaimHandler for Evaluator<'_> {
     }
 
     async fn hand_back(&mut self, claim: Claim, shutdown: &Shutdown) {
-        job::hand_back(self.slot, claim, shutdown).await;
+        job::hand_back(&self.slot.job_context(), claim, shutdown).await;
     }
 }
 
-/// The CPUs this process may run on (its affinity mask), lowest first.
-pub fn usable_cpus() -> Vec<u32> {
-    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        return vec![0];
-    };
-    let cpus: Vec<u32> = (0..nix::sched::CpuSet::count())
-        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-        .filter_map(|cpu| u32::try_from(cpu).ok())
-        .collect();
-    if cpus.is_empty() { vec![0] } else { cpus }
-}
-
-/// The CPU of each slot. With fewer slots than CPUs, slots take the highest
-/// CPUs and leave the lowest to the daemon, the Server and interrupts; with more,
-/// they share round-robin (measurements get noisier: a warning says so).
+/// The CPU of each slot ([`crate::sandbox::plan_cpus`]), with a warning when
+/// slots must share CPUs (measurements get noisier).
 pub fn plan_cpus(slots: usize, pin: bool) -> Vec<Option<u32>> {
-    if !pin {
-        return vec![None; slots];
-    }
-    let cpus = usable_cpus();
-    if slots > cpus.len() {
+    let cpus = crate::sandbox::usable_cpus().len();
+    if pin && slots > cpus {
         tracing::warn!(
             slots,
-            cpus = cpus.len(),
+            cpus,
             "more slots than CPUs: slots share CPUs and timings get noisier"
         );
     }
-    let skip = cpus.len().saturating_sub(slots);
-    (0..slots)
-        .map(|i| Some(cpus[(skip + i) % cpus.len()]))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_get_distinct_cpus_from_the_top() {
-        let cpus = usable_cpus();
-        assert!(!cpus.is_empty());
-        let plan = plan_cpus(cpus.len().saturating_sub(1).max(1), true);
-        let mut seen: Vec<u32> = plan.iter().map(|c| c.unwrap()).collect();
-        assert!(seen.iter().all(|c| cpus.contains(c)));
-        let n = seen.len();
-        seen.dedup();
-        assert_eq!(seen.len(), n, "a CPU given twice: {plan:?}");
-        if cpus.len() > 1 {
-            assert!(
-                !plan.contains(&Some(cpus[0])),
-                "the lowest CPU is left free"
-            );
-        }
-        assert_eq!(plan_cpus(3, false), vec![None, None, None]);
-        assert_eq!(plan_cpus(cpus.len() + 2, true).len(), cpus.len() + 2);
-    }
+    crate::sandbox::plan_cpus(slots, pin)
 }

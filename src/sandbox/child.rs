@@ -19,156 +19,58 @@ use std::os::fd::RawFd;
 use seccompiler::BpfProgram;
 
 use super::cgroup::MemoryFds;
+use super::creds;
 use super::mount::{self, MountPlan};
+use super::net::{self, Net};
+use super::record::{Record, Step};
+use super::rlimit::{self, Rlimit};
 use super::seccomp;
 use super::sys::{self, CResult};
 
-/// Where a child step failed; the supervisor turns it into a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub(crate) enum Step {
-    DeathSignal = 1,
-    MakePrivate,
-    Mount,
-    PivotRoot,
-    Loopback,
-    JoinNetwork,
-    Hostname,
-    Fork,
-    JoinCgroup,
-    Stdio,
-    CloseFds,
-    Rlimit,
-    Chdir,
-    Groups,
-    Gid,
-    BoundingSet,
-    Ambient,
-    Uid,
-    Capabilities,
-    NoNewPrivs,
-    Seccomp,
-    Exec,
-    Reap,
-    JoinRoot,
-    OomScore,
-    MemoryLimit,
-}
-
-impl Step {
-    pub(crate) fn from_u32(v: u32) -> Option<Step> {
-        use Step::*;
-        [
-            DeathSignal,
-            MakePrivate,
-            Mount,
-            PivotRoot,
-            Loopback,
-            JoinNetwork,
-            Hostname,
-            Fork,
-            JoinCgroup,
-            Stdio,
-            CloseFds,
-            Rlimit,
-            Chdir,
-            Groups,
-            Gid,
-            BoundingSet,
-            Ambient,
-            Uid,
-            Capabilities,
-            NoNewPrivs,
-            Seccomp,
-            Exec,
-            Reap,
-            JoinRoot,
-            OomScore,
-            MemoryLimit,
-        ]
-        .into_iter()
-        .find(|s| *s as u32 == v)
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Step::DeathSignal => "set the parent-death signal",
-            Step::MakePrivate => "make the mount tree private",
-            Step::Mount => "build the root",
-            Step::PivotRoot => "pivot_root into the new root",
-            Step::Loopback => "bring up the loopback device",
-            Step::JoinNetwork => "join the slot's network namespace",
-            Step::Hostname => "set the hostname",
-            Step::Fork => "fork the program",
-            Step::JoinCgroup => "join the run's cgroup",
-            Step::Stdio => "connect stdin/stdout/stderr",
-            Step::CloseFds => "close inherited descriptors",
-            Step::Rlimit => "set rlimits",
-            Step::Chdir => "chdir to /box",
-            Step::Groups => "drop supplementary groups",
-            Step::Gid => "set the box gid",
-            Step::BoundingSet => "drop the capability bounding set",
-            Step::Ambient => "clear ambient capabilities",
-            Step::Uid => "set the box uid",
-            Step::Capabilities => "clear the capability sets",
-            Step::NoNewPrivs => "set no_new_privs",
-            Step::Seccomp => "install the seccomp filter",
-            Step::Exec => "execute the program",
-            Step::Reap => "wait for the program",
-            Step::JoinRoot => "join the slot's prepared root",
-            Step::OomScore => "raise the OOM score",
-            Step::MemoryLimit => "set the run's memory limit",
-        }
-    }
-}
-
-/// Record kinds on the report pipe: `[kind, step, value, aux]` as four u32.
-/// The program's end: `[kind, 0, wait status, ru_maxrss in KiB]`.
 /// Stack the program starts on (vfork-like, until its execve).
 pub(crate) const PROGRAM_STACK: usize = 128 * 1024;
 
-pub(crate) const REC_EXITED: u32 = 1;
-pub(crate) const REC_FAILED: u32 = 2;
-/// When the program ended: `[kind, CLOCK_MONOTONIC ns low, high, 0]`, just
-/// before its `REC_EXITED` (the wall time is the program's, not the handoffs').
-pub(crate) const REC_TIME: u32 = 3;
-/// Memory charged to the cgroup just before the program's execve, when it set
-/// its limit over it: `[kind, bytes low, high, 0]` (its peak's baseline).
-pub(crate) const REC_BASE: u32 = 4;
-pub(crate) const RECORD_LEN: usize = 16;
-
-/// How the box reaches the network.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Net {
-    /// A fresh namespace (CLONE_NEWNET) whose loopback init brings up.
-    Fresh,
-    /// A prepared loopback-only namespace kept open by a slot.
-    Join(RawFd),
-    /// The host's network (`--network`).
-    Host,
+/// How init came to be, which decides what it and the program still do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StartPath {
+    /// `sandbox::run`: the supervisor cloned init into fresh namespaces (with
+    /// CLONE_NEWNS). init builds the root on a fresh tmpfs and pivots into it; the
+    /// program enters the run's cgroup (`cgroup`), then makes the cgroup
+    /// namespace, and resets the signals and the capability bounding set itself.
+    OneShot { cgroup: CgroupEntry },
+    /// A slot's launcher cloned init inside a private copy of the slot's prepared
+    /// root and in the run's cgroup (v1: the launcher lives there; v2:
+    /// `CLONE_INTO_CGROUP`). init adds the per-run mounts and makes the cgroup
+    /// namespace. `clean`: the launcher already emptied the capability bounding
+    /// set and put every signal at its default, once for all its children.
+    Launched { clean: bool },
 }
 
-/// How init gets its root.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Root {
-    /// Build it all on a fresh tmpfs, then pivot_root (clone with CLONE_NEWNS).
-    Fresh,
-    /// Already in a private copy of the slot's prepared root (the launcher made
-    /// it before the clone); add the per-run mounts.
-    Entered,
+/// How a one-shot run's program enters the run's cgroup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CgroupEntry {
+    /// v2: forked straight into this cgroup directory (clone3), where the kernel can.
+    pub into: Option<RawFd>,
+    /// Else it joins by writing `0` into these (v1: every hierarchy's `tasks`;
+    /// v2: the run's `cgroup.procs`).
+    pub join: Vec<RawFd>,
+}
+
+impl StartPath {
+    /// The launcher reset the signals and emptied the bounding set already.
+    fn launcher_clean(&self) -> bool {
+        matches!(self, StartPath::Launched { clean: true })
+    }
 }
 
 /// Everything the child needs, built by the supervisor before clone.
 pub(crate) struct ChildSpec<'a> {
-    pub root: Root,
+    pub start: StartPath,
     pub mounts: &'a MountPlan,
     pub net: Net,
-    pub join_fds: Vec<RawFd>,
-    /// v2: the run's cgroup directory, to fork the program straight into it.
-    pub cgroup_dir: Option<RawFd>,
     /// Descriptors for 0, 1, 2 (None = keep the inherited one).
     pub stdio: [Option<RawFd>; 3],
-    pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    pub rlimits: Vec<Rlimit>,
     pub uid: u32,
     pub last_cap: u32,
     pub filters: &'a [BpfProgram],
@@ -176,42 +78,20 @@ pub(crate) struct ChildSpec<'a> {
     pub argv: sys::CStrArray<'a>,
     pub envp: sys::CStrArray<'a>,
     pub report_fd: RawFd,
-    /// init was born in the run's cgroup (a slot's launcher cloned it there), so
-    /// it makes the cgroup namespace; else the program does, after joining.
-    pub cgroupns_in_init: bool,
     /// A stack reserved for the program's start (vfork-like), taken by the one
     /// start that uses it; `None`: fork.
     pub program_stack: Cell<Option<sys::VforkStack<'a>>>,
-    /// The capability bounding set is already empty and every signal at its
-    /// default: the launcher did both once for all its children.
-    pub launcher_clean: bool,
     /// The cgroup files to set the run's exact memory limit with, and that limit.
     pub memory: Option<MemoryFds>,
     pub memory_bytes: u64,
 }
 
-fn record(dst: &mut [u8], words: [u32; 4]) {
-    for (i, v) in words.into_iter().enumerate() {
-        if let Some(d) = dst.get_mut(i * 4..i * 4 + 4) {
-            d.copy_from_slice(&v.to_ne_bytes());
-        }
-    }
-}
-
-fn report(fd: RawFd, kind: u32, step: u32, value: u32, aux: u32) {
-    let mut rec = [0u8; RECORD_LEN];
-    record(&mut rec, [kind, step, value, aux]);
-    let _ = sys::c_write_all(fd, &rec);
+fn report(fd: RawFd, record: Record) {
+    let _ = sys::c_write_all(fd, &record.encode());
 }
 
 fn fail(spec: &ChildSpec<'_>, step: Step, errno: i32, aux: u32) -> ! {
-    report(
-        spec.report_fd,
-        REC_FAILED,
-        step as u32,
-        errno.unsigned_abs(),
-        aux,
-    );
+    report(spec.report_fd, Record::failed(step, errno, aux));
     sys::c_exit(127)
 }
 
@@ -222,42 +102,49 @@ fn try_step(spec: &ChildSpec<'_>, step: Step, r: CResult) {
 }
 
 /// init: pid 1 of the run's namespaces. The ordered recipe; returns only by exit.
-pub(crate) fn init_main(spec: &ChildSpec<'_>) -> isize {
+///
+/// # Safety
+/// Only as the child of a clone made for it (`clone_child`, the launcher's
+/// `clone_fork`), with one thread: it closes every descriptor but the report
+/// pipe, which anywhere else would pull them from under their owners, and it
+/// starts the program vfork-like in its own memory. (It makes only
+/// async-signal-safe calls, as such a child must.)
+pub(crate) unsafe fn init_main(spec: &ChildSpec<'_>) -> isize {
     try_step(
         spec,
         Step::DeathSignal,
         sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong),
     );
-    match spec.root {
-        Root::Fresh => {
+    match spec.start {
+        StartPath::OneShot { .. } => {
             try_step(spec, Step::MakePrivate, mount::make_private());
             enter_mounts(spec);
             try_step(spec, Step::PivotRoot, mount::pivot(spec.mounts.root()));
         }
-        Root::Entered => enter_mounts(spec),
+        StartPath::Launched { .. } => {
+            enter_mounts(spec);
+            // Born in the run's cgroup: the namespace is rooted there already.
+            cgroup_namespace(spec);
+        }
     }
-    if spec.cgroupns_in_init {
-        cgroup_namespace(spec);
-    }
-    match spec.net {
-        Net::Fresh => try_step(spec, Step::Loopback, sys::c_loopback_up()),
-        Net::Join(fd) => try_step(
-            spec,
-            Step::JoinNetwork,
-            sys::c_setns(fd, libc::CLONE_NEWNET),
-        ),
-        Net::Host => {}
+    if let Err((step, e)) = net::enter(spec.net) {
+        fail(spec, step, e, 0);
     }
     try_step(spec, Step::Hostname, sys::c_sethostname(c"box"));
-    let program = match start_program(spec) {
+    // SAFETY: we are init, a one-thread clone made for this (see # Safety).
+    let program = match unsafe { start_program(spec) } {
         Ok(pid) => pid,
         Err(e) => fail(spec, Step::Fork, e, 0),
     };
     // init keeps nothing of the supervisor's but the report pipe: a copy of a pipe
     // end held here would keep the other side of an interactive run from seeing EOF.
     let fd = u32::try_from(spec.report_fd).unwrap_or(u32::MAX);
-    let _ = sys::c_close_range(0, fd.saturating_sub(1), 0);
-    let _ = sys::c_close_range(fd.saturating_add(1), u32::MAX, 0);
+    // SAFETY: init is a clone made for this (see # Safety): what it closes are
+    // copies of the supervisor's descriptors that nothing running here uses again
+    // (init ends in `c_exit`, never returning into the copied frames).
+    let _ = unsafe { sys::c_close_range(0, fd.saturating_sub(1)) };
+    // SAFETY: as above.
+    let _ = unsafe { sys::c_close_range(fd.saturating_add(1), u32::MAX) };
     reap_until(spec, program)
 }
 
@@ -278,7 +165,7 @@ fn enter_mounts(spec: &ChildSpec<'_>) {
 /// namespace. Child-safe like everything here.
 pub(crate) fn template_main(mounts: &MountPlan, ready_fd: RawFd, hold_fd: RawFd) -> isize {
     let failed = |step: Step, e: i32, aux: u32| -> isize {
-        report(ready_fd, REC_FAILED, step as u32, e.unsigned_abs(), aux);
+        report(ready_fd, Record::failed(step, e, aux));
         1
     };
     if let Err(e) = sys::c_prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) {
@@ -308,14 +195,18 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
             Ok((pid, status, max_rss_kib))
                 if pid == program && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) =>
             {
-                let ns = sys::c_monotonic_ns();
-                let mut recs = [0u8; 2 * RECORD_LEN];
-                let (time, exited) = recs.split_at_mut(RECORD_LEN);
-                let low = u32::try_from(ns & 0xffff_ffff).unwrap_or(0);
-                let high = u32::try_from(ns >> 32).unwrap_or(0);
-                record(time, [REC_TIME, low, high, 0]);
-                let rss = u32::try_from(max_rss_kib).unwrap_or(u32::MAX);
-                record(exited, [REC_EXITED, 0, status.cast_unsigned(), rss]);
+                let time = Record::Time {
+                    ns: sys::c_monotonic_ns(),
+                };
+                let exited = Record::Exited {
+                    status,
+                    max_rss_kib: u32::try_from(max_rss_kib).unwrap_or(u32::MAX),
+                };
+                // One write, so the supervisor wakes once for both.
+                let mut recs = [0u8; 2 * Record::LEN];
+                let (first, second) = recs.split_at_mut(Record::LEN);
+                first.copy_from_slice(&time.encode());
+                second.copy_from_slice(&exited.encode());
                 let _ = sys::c_write_all(spec.report_fd, &recs);
                 sys::c_exit(0)
             }
@@ -329,33 +220,55 @@ fn reap_until(spec: &ChildSpec<'_>, program: libc::pid_t) -> ! {
 /// where the kernel can, else vfork-like on the stack the spec reserved (it
 /// shares init's memory until its execve, and init waits: no copy of the
 /// address space), else a plain fork. Returns its pid; the child never returns.
-fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
-    if let Some(dir) = spec.cgroup_dir {
-        match sys::c_fork_into_cgroup(dir) {
-            Ok(0) => program_main(spec, true),
+///
+/// # Safety
+/// Only in init ([`init_main`]), which has one thread: the vfork-like start runs
+/// the program's first steps in init's memory.
+unsafe fn start_program(spec: &ChildSpec<'_>) -> CResult<libc::pid_t> {
+    if let StartPath::OneShot {
+        cgroup: CgroupEntry {
+            into: Some(dir), ..
+        },
+    } = spec.start
+    {
+        // SAFETY: the child runs `program_main` alone: async-signal-safe calls
+        // ending in execve or `c_exit`, never returning here.
+        match unsafe { sys::c_fork_into_cgroup(dir) } {
+            // SAFETY: this is the program's own process, just forked.
+            Ok(0) => unsafe { program_main(spec, true) },
             Ok(pid) => return Ok(pid),
             Err(libc::ENOSYS | libc::EINVAL | libc::E2BIG) => {} // kernel < 5.7
             Err(e) => return Err(e),
         }
     }
     if let Some(stack) = spec.program_stack.take() {
-        let mut program = || program_main(spec, false);
-        return sys::c_vfork_on(&mut program, stack);
+        // SAFETY: this closure runs as the program's own process, just started.
+        let mut program = || unsafe { program_main(spec, false) };
+        // SAFETY: init has one thread (see # Safety), and the child runs
+        // `program_main` alone: async-signal-safe calls ending in execve or exit.
+        return unsafe { sys::c_vfork_on(&mut program, stack) };
     }
-    match sys::c_fork()? {
-        0 => program_main(spec, false),
+    // SAFETY: as for the fork into the cgroup above.
+    match unsafe { sys::c_fork() }? {
+        // SAFETY: this is the program's own process, just forked.
+        0 => unsafe { program_main(spec, false) },
         pid => Ok(pid),
     }
 }
 
 /// The program's process: join the cgroup, become the box user, exec.
-fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
-    if !joined {
-        for fd in &spec.join_fds {
-            try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+///
+/// # Safety
+/// Only in the program's own process, just forked (or vfork-started) by init:
+/// it puts the run's descriptors on 0, 1 and 2, closing what was there, which
+/// nothing running in that process uses again (it execs or exits).
+unsafe fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
+    if let StartPath::OneShot { cgroup } = &spec.start {
+        if !joined {
+            for fd in &cgroup.join {
+                try_step(spec, Step::JoinCgroup, sys::c_write_all(*fd, b"0\n"));
+            }
         }
-    }
-    if !spec.cgroupns_in_init {
         cgroup_namespace(spec);
     }
     // The OOM killer picks the run's processes before the slot's launcher and
@@ -370,7 +283,7 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     if let Some(fds) = &spec.memory {
         set_memory_limit(spec, fds);
     }
-    if !spec.launcher_clean {
+    if !spec.start.launcher_clean() {
         // A clone of the supervisor; a launcher's children start clean.
         sys::c_reset_signals();
     }
@@ -381,27 +294,19 @@ fn program_main(spec: &ChildSpec<'_>, joined: bool) -> ! {
     let _ = sys::c_sched_slice(0);
     for (target, fd) in spec.stdio.iter().enumerate() {
         if let Some(fd) = fd {
-            try_step(
-                spec,
-                Step::Stdio,
-                sys::c_dup2(*fd, i32::try_from(target).unwrap_or(0)),
-            );
+            let target = i32::try_from(target).unwrap_or(0);
+            // SAFETY: 0, 1 and 2 of the program's process are used by nothing
+            // that runs here before the execve (see # Safety).
+            try_step(spec, Step::Stdio, unsafe { sys::c_dup2(*fd, target) });
         }
     }
-    try_step(
-        spec,
-        Step::CloseFds,
-        sys::c_close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC),
-    );
-    for (resource, soft, hard) in &spec.rlimits {
-        try_step(
-            spec,
-            Step::Rlimit,
-            sys::c_setrlimit(*resource, *soft, *hard),
-        );
-    }
+    try_step(spec, Step::CloseFds, sys::c_cloexec_from(3));
+    try_step(spec, Step::Rlimit, rlimit::apply(&spec.rlimits));
     try_step(spec, Step::Chdir, sys::c_chdir(c"/box"));
-    drop_privileges(spec);
+    let bounding_set_empty = spec.start.launcher_clean();
+    if let Err((step, e, aux)) = creds::drop_to(spec.uid, spec.last_cap, bounding_set_empty) {
+        fail(spec, step, e, aux);
+    }
     try_step(
         spec,
         Step::NoNewPrivs,
@@ -432,9 +337,7 @@ fn set_memory_limit(spec: &ChildSpec<'_>, fds: &MemoryFds) {
         // v2 kernels before 6.12 cannot reset memory.peak (a fresh cgroup then).
         let _ = sys::c_pwrite0(peak, b"0");
     }
-    let low = u32::try_from(usage & 0xffff_ffff).unwrap_or(0);
-    let high = u32::try_from(usage >> 32).unwrap_or(0);
-    report(spec.report_fd, REC_BASE, low, high, 0);
+    report(spec.report_fd, Record::Base { bytes: usage });
 }
 
 /// The decimal number at the start of `bytes` (0 if none).
@@ -468,34 +371,6 @@ fn cgroup_namespace(spec: &ChildSpec<'_>) {
     match sys::c_unshare(libc::CLONE_NEWCGROUP) {
         Err(libc::EINVAL) | Ok(()) => {}
         Err(e) => fail(spec, Step::JoinCgroup, e, 0),
-    }
-}
-
-/// Box uid/gid, no supplementary groups, every capability set emptied. The
-/// bounding set must go while we still hold CAP_SETPCAP, i.e. before setresuid.
-fn drop_privileges(spec: &ChildSpec<'_>) {
-    try_step(spec, Step::Groups, sys::c_setgroups_empty());
-    try_step(spec, Step::Gid, sys::c_setresgid(spec.uid));
-    // Each drop allocates a new `cred`; a launcher's children start with an
-    // empty bounding set and skip this.
-    if !spec.launcher_clean {
-        for cap in 0..=spec.last_cap {
-            match sys::c_prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) {
-                Ok(()) | Err(libc::EINVAL) => {}
-                Err(e) => fail(spec, Step::BoundingSet, e, cap),
-            }
-        }
-    }
-    try_step(spec, Step::Ambient, ambient_clear());
-    try_step(spec, Step::Uid, sys::c_setresuid(spec.uid));
-    try_step(spec, Step::Capabilities, sys::c_capset_none());
-}
-
-fn ambient_clear() -> CResult {
-    let clear_all = libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong;
-    match sys::c_prctl(libc::PR_CAP_AMBIENT, clear_all) {
-        Err(libc::EINVAL) => Ok(()), // kernel without ambient capabilities
-        other => other,
     }
 }
 

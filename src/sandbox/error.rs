@@ -65,6 +65,22 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// What a step followed by its cleanup answers: the step's value when both
+    /// went well, else the error (both, when both failed: the step's first).
+    pub(crate) fn with_cleanup<T>(
+        run: Result<T, SandboxError>,
+        cleanup: Result<(), SandboxError>,
+    ) -> Result<T, SandboxError> {
+        match (run, cleanup) {
+            (Ok(value), Ok(())) => Ok(value),
+            (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+            (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
+                run: Box::new(run),
+                cleanup: Box::new(cleanup),
+            }),
+        }
+    }
+
     pub(crate) fn io(step: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         SandboxError::Io {
             step,

@@ -1,7 +1,7 @@
 //! Can this host run the sandbox, and how fast is it here? The checks behind
 //! `judge-runner check` (CONTRACT §3b), like isolate's `isolate-check-environment`:
 //! each names what it found and, when something is wrong, what to do about it.
-//! Then the overhead: `/bin/true` in a [`Slot`] against a plain fork+exec,
+//! Then the overhead: `/bin/true` in a [`SandboxSlot`] against a plain fork+exec,
 //! interleaved, medians.
 //!
 //! Only read-only probes of the host, one slot under the given cgroup parent
@@ -14,7 +14,7 @@ use super::cgroup;
 use super::plan::{BOX_UID_BASE, Plan};
 use super::report::Status;
 use super::seccomp;
-use super::slot::Slot;
+use super::slot::SandboxSlot;
 use super::sys;
 
 /// How a check ended.
@@ -325,7 +325,7 @@ fn true_plan() -> Plan {
 }
 
 fn slot_run_check(parent: &str, box_id: u32) -> HostCheck {
-    let outcome = Slot::new(box_id, parent, None).and_then(|mut slot| {
+    let outcome = SandboxSlot::new(box_id, parent, None).and_then(|mut slot| {
         let report = slot.run(&true_plan());
         let closed = slot.close();
         let report = report?;
@@ -378,7 +378,7 @@ pub fn measure_overhead(
 ) -> Result<Overhead, super::SandboxError> {
     let runs = runs.max(1);
     let plan = true_plan();
-    let mut slot = Slot::new(box_id, cgroup_parent, None)?;
+    let mut slot = SandboxSlot::new(box_id, cgroup_parent, None)?;
     let measured = (|| {
         let plain = || -> Result<Duration, super::SandboxError> {
             let start = Instant::now();
@@ -394,7 +394,7 @@ pub fn measure_overhead(
                 }),
             }
         };
-        let sandboxed = |slot: &mut Slot| -> Result<Duration, super::SandboxError> {
+        let sandboxed = |slot: &mut SandboxSlot| -> Result<Duration, super::SandboxError> {
             let start = Instant::now();
             let report = slot.run(&plan)?;
             let took = start.elapsed();

@@ -3,19 +3,24 @@
 //! Knows nothing of packages, jobs or HTTP; imports no other module of ours.
 //!
 //! Public surface, shaped like `std::process`: [`Plan`] (builder) → [`run`] →
-//! [`Report`] / [`SandboxError`]; [`Slot`] pays per-slot setup once for many runs;
+//! [`Report`] / [`SandboxError`]; [`SandboxSlot`] pays per-slot setup once for many runs;
 //! [`Cancel`] stops a run from another thread.
 
 mod boxlock;
 mod cgroup;
 mod child;
+mod cpus;
+mod creds;
 mod error;
 pub mod host;
 mod launcher;
 mod mount;
+mod net;
 mod plan;
 mod prepare;
+mod record;
 mod report;
+mod rlimit;
 mod seccomp;
 mod slot;
 mod spawn;
@@ -26,6 +31,7 @@ pub use cgroup::{
     CgroupFacts, children_of_parent, facts as cgroup_facts, remove_parent,
     version as cgroup_version,
 };
+pub use cpus::{plan_cpus, usable_cpus};
 pub use error::SandboxError;
 pub use plan::{
     BOX_UID_BASE, Bind, Cancel, DEFAULT_CGROUP_PARENT, Limits, Plan, SeccompPolicy, Stdio,
@@ -33,7 +39,7 @@ pub use plan::{
 pub use report::{Report, Status};
 pub use seccomp::{DEFAULT_AARCH64, DEFAULT_X86_64, compile as compile_seccomp_policy};
 pub use seccompiler::TargetArch;
-pub use slot::Slot;
+pub use slot::SandboxSlot;
 
 /// Give the calling thread the short scheduler slice of a slot run's control
 /// path (Linux 6.12+; nothing on older kernels), for good: for a thread that
@@ -55,16 +61,8 @@ pub fn default_slice() {
 /// itself failed (or the run was cancelled). Safe to call from several threads at
 /// once with distinct box ids. Creates the box's cgroup and removes it afterwards.
 pub fn run(plan: &Plan) -> Result<Report, SandboxError> {
-    let mut slot = Slot::one_shot(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
+    let mut slot = SandboxSlot::one_shot(plan.box_id, &plan.cgroup_parent, plan.cpu)?;
     let result = slot.run(plan);
     let closed = slot.close();
-    match (result, closed) {
-        (Ok(report), Ok(())) => Ok(report),
-        (Err(e), Ok(())) => Err(e),
-        (Ok(_), Err(cleanup)) => Err(cleanup),
-        (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
-            run: Box::new(run),
-            cleanup: Box::new(cleanup),
-        }),
-    }
+    SandboxError::with_cleanup(result, closed)
 }

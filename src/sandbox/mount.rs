@@ -48,7 +48,7 @@ const ETC_ENTRIES: [&str; 10] = [
 const DEV_NODES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
 
 /// One step of building the root, all arguments ready for the child.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Op {
     Tmpfs {
         target: CString,

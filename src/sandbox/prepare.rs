@@ -7,11 +7,11 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use super::error::SandboxError;
 use super::mount::{MountPlan, RootSpec};
 use super::plan::{Plan, Stdio};
+use super::rlimit::{self, Rlimit};
 use super::seccomp::{self, Filters};
 use super::sys;
 
@@ -112,7 +112,7 @@ pub(crate) struct Parts {
     pub exec_paths: Vec<CString>,
     pub argv: Vec<CString>,
     pub envp: Vec<CString>,
-    pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    pub rlimits: Vec<Rlimit>,
 }
 
 impl Prepared {
@@ -185,7 +185,7 @@ impl Parts {
                 .iter()
                 .map(|(k, v)| c_string(&format!("{k}={v}"), "environment entry"))
                 .collect::<Result<_, _>>()?,
-            rlimits: rlimits(plan),
+            rlimits: rlimit::for_plan(plan),
         })
     }
 
@@ -237,26 +237,6 @@ fn exec_candidates(program: &str, path_var: &str) -> Result<Vec<CString>, Sandbo
         .collect()
 }
 
-fn rlimits(plan: &Plan) -> Vec<(libc::__rlimit_resource_t, u64, u64)> {
-    let l = &plan.limits;
-    let mut v = vec![
-        (libc::RLIMIT_STACK, l.effective_stack(), l.effective_stack()),
-        (libc::RLIMIT_FSIZE, l.output_bytes, l.output_bytes),
-        (
-            libc::RLIMIT_NOFILE,
-            u64::from(l.open_files),
-            u64::from(l.open_files),
-        ),
-        (libc::RLIMIT_CORE, 0, 0),
-    ];
-    if let Some(cpu) = l.cpu_time {
-        // A per-process backstop only: the cgroup enforces the run-wide limit.
-        let soft = cpu.as_secs() + 2;
-        v.push((libc::RLIMIT_CPU, soft, soft + 1));
-    }
-    v
-}
-
 fn open_stdio(
     s: &Stdio,
     which: &'static str,
@@ -291,17 +271,4 @@ fn open_stdio(
             .map_err(|e| SandboxError::sys("duplicate a stdio descriptor", e));
     }
     Ok(Some(fd))
-}
-
-/// The highest capability number this kernel knows (the `caps` crate asks it).
-pub(crate) fn last_cap() -> u32 {
-    static LAST: OnceLock<u32> = OnceLock::new();
-    *LAST.get_or_init(|| {
-        caps::runtime::thread_all_supported()
-            .iter()
-            .map(|c| u32::from(c.index()))
-            .max()
-            .unwrap_or(63)
-            .max(40)
-    })
 }

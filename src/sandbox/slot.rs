@@ -1,4 +1,4 @@
-//! `Slot`: one box id used for many runs, paying per-slot setup once: its cgroup
+//! `SandboxSlot`: one box id used for many runs, paying per-slot setup once: its cgroup
 //! (kept, each run measured from a baseline: `cgroup/`), a launcher that lives
 //! in that cgroup and clones each run's init there (`launcher/`), a
 //! loopback-only network namespace each run joins (creating one costs about
@@ -14,21 +14,23 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::cgroup::SlotCgroup;
-use super::child::{self, Net, Root};
+use super::child;
 use super::error::SandboxError;
 use super::launcher::Launcher;
 use super::mount::{MountPlan, RootSpec, mount_points};
+use super::net::{self, Net};
 use super::plan::Plan;
+use super::record::{Record, Step};
 use super::report::Report;
 use super::spawn::{self, Launch};
 use super::sys;
 
-/// A reusable sandbox slot: `Slot::new(box_id, cgroup_parent, cpu)`, then
+/// A reusable sandbox slot: `SandboxSlot::new(box_id, cgroup_parent, cpu)`, then
 /// `slot.run(&plan)` as often as needed (one run at a time), then `close()`
 /// (dropping it cleans up too, ignoring errors). The slot's box id, cgroup
 /// parent and CPU replace the plan's.
 #[derive(Debug)]
-pub struct Slot {
+pub struct SandboxSlot {
     box_id: u32,
     parent: String,
     cpu: Option<u32>,
@@ -50,11 +52,15 @@ struct RootKey {
     points: Vec<(PathBuf, bool)>,
 }
 
-impl Slot {
+impl SandboxSlot {
     /// A slot for box `box_id` whose cgroup lives under `cgroup_parent`,
     /// optionally pinned to CPU `cpu`. Needs root. Fails with `CgroupSetup` when
     /// another live slot has this box id.
-    pub fn new(box_id: u32, cgroup_parent: &str, cpu: Option<u32>) -> Result<Slot, SandboxError> {
+    pub fn new(
+        box_id: u32,
+        cgroup_parent: &str,
+        cpu: Option<u32>,
+    ) -> Result<SandboxSlot, SandboxError> {
         Self::with_cgroup(box_id, cgroup_parent, cpu, false)
     }
 
@@ -63,7 +69,7 @@ impl Slot {
         box_id: u32,
         cgroup_parent: &str,
         cpu: Option<u32>,
-    ) -> Result<Slot, SandboxError> {
+    ) -> Result<SandboxSlot, SandboxError> {
         Self::with_cgroup(box_id, cgroup_parent, cpu, true)
     }
 
@@ -72,7 +78,7 @@ impl Slot {
         parent: &str,
         cpu: Option<u32>,
         one_shot: bool,
-    ) -> Result<Slot, SandboxError> {
+    ) -> Result<SandboxSlot, SandboxError> {
         let euid = sys::geteuid();
         if euid != 0 {
             return Err(SandboxError::NotRoot { euid });
@@ -82,7 +88,7 @@ impl Slot {
         } else {
             format!("box-{box_id}")
         };
-        Ok(Slot {
+        Ok(SandboxSlot {
             box_id,
             parent: parent.to_string(),
             cpu,
@@ -108,14 +114,7 @@ impl Slot {
         if self.one_shot {
             let net = if plan.network { Net::Host } else { Net::Fresh };
             let cgroup = self.cgroup.as_mut().ok_or_else(closed)?;
-            return spawn::run_in(
-                &plan,
-                cgroup,
-                Launch::Direct {
-                    net,
-                    root: Root::Fresh,
-                },
-            );
+            return spawn::run_in(&plan, cgroup, Launch::Direct { net });
         }
         let netns = if plan.network {
             None
@@ -177,7 +176,7 @@ impl Slot {
 
     fn netns_fd(&mut self) -> Result<RawFd, SandboxError> {
         if self.netns.is_none() {
-            self.netns = Some(loopback_namespace()?);
+            self.netns = Some(net::loopback_namespace()?);
         }
         self.netns
             .as_ref()
@@ -212,18 +211,11 @@ impl Slot {
         let removed = self.cgroup.take().map_or(Ok(()), SlotCgroup::remove);
         self.netns = None;
         self.root = None;
-        match (stopped, removed) {
-            (Ok(()), r) => r,
-            (Err(e), Ok(())) => Err(e),
-            (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
-                run: Box::new(run),
-                cleanup: Box::new(cleanup),
-            }),
-        }
+        SandboxError::with_cleanup(stopped, removed)
     }
 }
 
-impl Drop for Slot {
+impl Drop for SandboxSlot {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
@@ -248,10 +240,12 @@ fn prepare_root(plan: &Plan) -> Result<OwnedFd, SandboxError> {
     let (ready_fd, hold_fd) = (ready_w.as_raw_fd(), hold_r.as_raw_fd());
     let mut stack = vec![0u8; 128 * 1024];
     let mut builder = || child::template_main(&mounts, ready_fd, hold_fd);
-    let pid = sys::clone_child(&mut builder, &mut stack, libc::CLONE_NEWNS)
+    // SAFETY: the root builder makes only async-signal-safe calls (child.rs's
+    // `template_main`: the `c_*` wrappers on the mount plan built here).
+    let pid = unsafe { sys::clone_child(&mut builder, &mut stack, libc::CLONE_NEWNS) }
         .map_err(|e| SandboxError::sys("clone the root builder", e))?;
     drop((ready_w, hold_r));
-    let mut answer = [0u8; child::RECORD_LEN];
+    let mut answer = [0u8; Record::LEN];
     let n = sys::read_some(ready_r.as_raw_fd(), &mut answer).unwrap_or(0);
     let opened = if n == 1 {
         std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
@@ -266,50 +260,21 @@ fn prepare_root(plan: &Plan) -> Result<OwnedFd, SandboxError> {
     opened
 }
 
-fn template_error(mounts: &MountPlan, rec: &[u8; child::RECORD_LEN], n: usize) -> SandboxError {
-    let word =
-        |i: usize| u32::from_ne_bytes([rec[i * 4], rec[i * 4 + 1], rec[i * 4 + 2], rec[i * 4 + 3]]);
-    if n < child::RECORD_LEN {
+fn template_error(mounts: &MountPlan, rec: &[u8; Record::LEN], n: usize) -> SandboxError {
+    let failed = (n == Record::LEN).then(|| Record::decode(rec)).flatten();
+    let Some(Record::Failed { step, errno, aux }) = failed else {
         return SandboxError::LostChild {
             detail: "the root builder ended without a word".into(),
         };
-    }
-    let source = std::io::Error::from_raw_os_error(word(2).cast_signed());
-    let step = match child::Step::from_u32(word(1)) {
-        Some(child::Step::Mount) => format!(
+    };
+    let source = std::io::Error::from_raw_os_error(errno.cast_signed());
+    let step = match Step::from_u32(step) {
+        Some(Step::Mount) => format!(
             "prepare the slot's root: {}",
-            mounts.step_name(word(3) as usize)
+            mounts.step_name(aux as usize)
         ),
         Some(s) => format!("prepare the slot's root: {}", s.name()),
         None => "prepare the slot's root".to_string(),
     };
     SandboxError::Child { step, source }
-}
-
-/// A new network namespace with only `lo`, up; kept alive by the returned fd.
-/// Made on a short-lived thread: the namespace switch affects only that thread.
-fn loopback_namespace() -> Result<OwnedFd, SandboxError> {
-    let worker = std::thread::Builder::new()
-        .name("judge-netns".into())
-        .spawn(|| -> Result<OwnedFd, SandboxError> {
-            sys::c_unshare(libc::CLONE_NEWNET).map_err(|e| {
-                SandboxError::sys(
-                    "create a network namespace",
-                    std::io::Error::from_raw_os_error(e),
-                )
-            })?;
-            sys::c_loopback_up().map_err(|e| {
-                SandboxError::sys(
-                    "bring up lo in the slot's namespace",
-                    std::io::Error::from_raw_os_error(e),
-                )
-            })?;
-            std::fs::File::open("/proc/thread-self/ns/net")
-                .map(OwnedFd::from)
-                .map_err(|e| SandboxError::io("open", "/proc/thread-self/ns/net", e))
-        })
-        .map_err(|e| SandboxError::sys("start the namespace thread", e))?;
-    worker
-        .join()
-        .map_err(|_| SandboxError::sys("namespace thread", std::io::Error::other("panicked")))?
 }

@@ -11,11 +11,10 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use rand::RngCore as _;
-use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
 use super::error::ApiError;
-use super::state::AppState;
+use super::state::{AppState, digest};
 use crate::protocol::codes::scope;
 
 pub const RUNNER_KEY_PREFIX: &str = "jrk_";
@@ -43,10 +42,6 @@ pub fn new_lease_token() -> String {
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
     hex::encode(bytes)
-}
-
-pub fn digest(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
 }
 
 pub fn digest_hex(secret: &str) -> String {
@@ -207,32 +202,5 @@ mod tests {
         assert!(same_digest(&digest(&a), &digest(&a)));
         assert!(!same_digest(&digest(&a), &digest(&b)));
         assert_eq!(digest_hex("abc").len(), 64);
-    }
-}
-
-/// Runner keys seen on this server: digest → runner id. The mapping never
-/// changes (a key belongs to one runner for ever), so it needs no expiry;
-/// revocation is not cached here but read from the database where it matters.
-#[derive(Debug, Default)]
-pub struct RunnerKeyCache {
-    keys: std::sync::RwLock<std::collections::HashMap<String, i64>>,
-}
-
-impl RunnerKeyCache {
-    fn get(&self, key_hash: &str) -> Option<i64> {
-        self.keys.read().ok()?.get(key_hash).copied()
-    }
-
-    fn insert(&self, key_hash: String, runner_id: i64) {
-        if let Ok(mut keys) = self.keys.write() {
-            keys.insert(key_hash, runner_id);
-        }
-    }
-
-    /// Forgets a revoked runner's keys (tidiness: the database refuses it anyway).
-    pub fn forget_runner(&self, runner_id: i64) {
-        if let Ok(mut keys) = self.keys.write() {
-            keys.retain(|_, id| *id != runner_id);
-        }
     }
 }

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use routes::router;
-pub use state::{AppState, Config, WebhookConfig};
+pub use state::{AppState, Config, DEFAULT_LANGUAGES, WebhookConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::db::lease::{REQUEUE_BATCH, Requeued, Sweep};
-use super::db::{DbError, Work};
+use super::db::{DbError, WorkKind};
 use super::state::AppState;
 use super::storage::Storage;
 use crate::protocol::JobState;
@@ -27,17 +27,17 @@ pub struct Reaped {
 pub async fn reap_once(state: &AppState) -> Result<Reaped, DbError> {
     let now = state.now_ms();
     let mut reaped = Reaped::default();
-    for work in [Work::Job, Work::Trial] {
+    for work in [WorkKind::Job, WorkKind::Trial] {
         loop {
             let batch = state.db.requeue_batch(work, Sweep::ExpiredAt(now)).await?;
             let more = batch.len() >= usize::try_from(REQUEUE_BATCH).unwrap_or(usize::MAX);
             match work {
-                Work::Job => after_requeue(state, &batch, &[]).await,
-                Work::Trial => after_requeue(state, &[], &batch).await,
+                WorkKind::Job => after_requeue(state, &batch, &[]).await,
+                WorkKind::Trial => after_requeue(state, &[], &batch).await,
             }
             let into = match work {
-                Work::Job => &mut reaped.jobs,
-                Work::Trial => &mut reaped.trials,
+                WorkKind::Job => &mut reaped.jobs,
+                WorkKind::Trial => &mut reaped.trials,
             };
             into.extend(batch);
             if !more {

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sha2::{Digest as _, Sha256};
 use tokio::sync::Notify;
 
 use super::ServerError;
-use super::auth::{RunnerKeyCache, digest};
 use super::clock::{Clock, SystemClock};
 use super::db::Db;
 use super::metrics::Metrics;
@@ -88,8 +88,10 @@ impl Default for WebhookConfig {
     }
 }
 
-/// `serve --languages`' default (CONTRACT §4).
-pub const DEFAULT_LANGUAGES: [&str; 5] = ["c", "cpp", "python3", "rust", "java"];
+/// `serve --languages`' default (CONTRACT §4) as the flag writes it: the
+/// contract's five, all in the Runner's built-in language table (a test in
+/// `cli.rs` checks that; the Server itself never reads that table).
+pub const DEFAULT_LANGUAGES: &str = "c,cpp,python3,rust,java";
 
 impl Config {
     /// The contract's defaults, with the three things nobody can default.
@@ -111,7 +113,7 @@ impl Config {
             manager_token: manager_token.into(),
             max_connections: 16,
             max_claim_wait: Duration::from_secs(60),
-            languages: DEFAULT_LANGUAGES.iter().map(|l| l.to_string()).collect(),
+            languages: DEFAULT_LANGUAGES.split(',').map(String::from).collect(),
             webhooks: WebhookConfig::default(),
         }
     }
@@ -158,7 +160,7 @@ pub struct Shared {
     /// Woken when work may have become claimable on this server, so waiting
     /// claims answer at once instead of at their next poll.
     pub queue_changed: Notify,
-    /// Runner keys already seen on this server (see `auth::RunnerKeyCache`).
+    /// Runner keys already seen on this server (see [`RunnerKeyCache`]).
     pub runner_keys: RunnerKeyCache,
     manager_token_digest: [u8; 32],
 }
@@ -225,4 +227,37 @@ impl AppState {
     pub fn notify_queue(&self) {
         self.queue_changed.notify_waiters();
     }
+}
+
+/// Runner keys seen on this server: digest → runner id. The mapping never
+/// changes (a key belongs to one runner for ever), so it needs no expiry;
+/// revocation is not cached here but read from the database where it matters.
+#[derive(Debug, Default)]
+pub struct RunnerKeyCache {
+    keys: std::sync::RwLock<std::collections::HashMap<String, i64>>,
+}
+
+impl RunnerKeyCache {
+    pub(super) fn get(&self, key_hash: &str) -> Option<i64> {
+        self.keys.read().ok()?.get(key_hash).copied()
+    }
+
+    pub(super) fn insert(&self, key_hash: String, runner_id: i64) {
+        if let Ok(mut keys) = self.keys.write() {
+            keys.insert(key_hash, runner_id);
+        }
+    }
+
+    /// Forgets a revoked runner's keys (tidiness: the database refuses it anyway).
+    pub fn forget_runner(&self, runner_id: i64) {
+        if let Ok(mut keys) = self.keys.write() {
+            keys.retain(|_, id| *id != runner_id);
+        }
+    }
+}
+
+/// The SHA-256 of a secret (the manager token, a runner key, an API token): what
+/// is stored and compared, never the secret itself.
+pub fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
 }

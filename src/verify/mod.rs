@@ -17,9 +17,9 @@ pub mod table;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub use crate::judge::usable_cpus;
 pub use expect::Expected;
 pub use plan::Entry;
-pub use pool::usable_cpus;
 
 use crate::judge::{LanguageTable, Verdict};
 use crate::package::Problem;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use super::plan::Entry;
 use super::{Config, Row};
-use crate::judge::{Judge, JudgeConfig, Options, VALIDATOR_BOX_OFFSET, ValidatorCache};
+use crate::judge::{Judge, JudgeConfig, Options, VALIDATOR_BOX_OFFSET, ValidatorCache, plan_cpus};
 use crate::package::Problem;
 
 /// One judge per slot: box `first_box + i`, its validator on `+500`, pinned to
@@ -90,31 +90,4 @@ fn judge_one(judge: &Judge, problem: &Problem, entry: &Entry, time_limit: Option
         }
     }
     row
-}
-
-/// The CPUs slots are pinned to: distinct ones from the top of this process's
-/// affinity mask, leaving the lowest to the rest of the system when there are
-/// fewer slots than CPUs (the daemon's rule, `runner::plan_cpus`; `verify`
-/// does not import `runner`).
-fn plan_cpus(slots: usize, pin: bool) -> Vec<Option<u32>> {
-    if !pin {
-        return vec![None; slots];
-    }
-    let cpus = usable_cpus();
-    let skip = cpus.len().saturating_sub(slots);
-    (0..slots)
-        .map(|i| Some(cpus[(skip + i) % cpus.len()]))
-        .collect()
-}
-
-/// The CPUs this process may run on, lowest first (never empty).
-pub fn usable_cpus() -> Vec<u32> {
-    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        return vec![0];
-    };
-    let cpus: Vec<u32> = (0..nix::sched::CpuSet::count())
-        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-        .filter_map(|cpu| u32::try_from(cpu).ok())
-        .collect();
-    if cpus.is_empty() { vec![0] } else { cpus }
 }

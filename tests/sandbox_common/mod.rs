@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use judge_runner::sandbox::{self, Plan, Report, Slot};
+use judge_runner::sandbox::{self, Plan, Report, SandboxSlot};
 
 /// One test's sandbox context: its own cgroup parent and box id.
 pub struct Ctx {
@@ -57,12 +57,12 @@ impl Ctx {
             .box_dir(self.dir.path())
     }
 
-    /// Run `plan`: tests with an odd box id go through a `Slot` (prepared root,
+    /// Run `plan`: tests with an odd box id go through a `SandboxSlot` (prepared root,
     /// kept network namespace), the others through `sandbox::run` (fresh root), so
     /// the suite covers both paths.
     pub fn run(&self, plan: &Plan) -> Report {
         let result = if self.via_slot() {
-            let mut slot = Slot::new(self.box_id, &self.parent, plan.get_cpu()).unwrap();
+            let mut slot = SandboxSlot::new(self.box_id, &self.parent, plan.get_cpu()).unwrap();
             let r = slot.run(plan);
             slot.close().unwrap();
             r
@@ -171,7 +171,7 @@ pub fn launcher_pid(cx: &Ctx) -> Option<u32> {
 }
 
 /// Run `plan` in `slot` with stdout captured; (report, stdout).
-pub fn capture_in(slot: &mut Slot, plan: Plan) -> (Report, String) {
+pub fn capture_in(slot: &mut SandboxSlot, plan: Plan) -> (Report, String) {
     let out = tempfile::NamedTempFile::new().unwrap();
     let plan = plan.stdout(judge_runner::sandbox::Stdio::File(out.path().to_path_buf()));
     let r = slot

@@ -97,7 +97,7 @@ pub(crate) const SETUP_HEADROOM: u64 = 8 << 20;
 /// slot's processes, init's and its own kernel objects), set the memory limit to
 /// the run's plus that, reset the peak to now, and report that usage (the
 /// baseline of its peak).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MemoryFds {
     /// v1 `memory.usage_in_bytes`, v2 `memory.current`.
     pub usage: RawFd,
@@ -151,8 +151,8 @@ pub(crate) struct Measured {
 /// A slot's cgroup.
 #[derive(Debug)]
 pub(crate) enum SlotCgroup {
-    V1(v1::Group),
-    V2(v2::Slot),
+    V1(v1::SlotGroup),
+    V2(v2::SlotGroup),
 }
 
 impl SlotCgroup {
@@ -161,8 +161,10 @@ impl SlotCgroup {
     pub fn create(parent: &str, name: &str, cpu: Option<u32>) -> Result<Self, SandboxError> {
         validate_name(parent)?;
         Ok(match hierarchy()? {
-            Hierarchy::V1(mounts) => SlotCgroup::V1(v1::Group::create(mounts, parent, name, cpu)?),
-            Hierarchy::V2(base) => SlotCgroup::V2(v2::Slot::create(base, parent, name, cpu)?),
+            Hierarchy::V1(mounts) => {
+                SlotCgroup::V1(v1::SlotGroup::create(mounts, parent, name, cpu)?)
+            }
+            Hierarchy::V2(base) => SlotCgroup::V2(v2::SlotGroup::create(base, parent, name, cpu)?),
         })
     }
 

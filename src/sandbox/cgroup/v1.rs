@@ -97,7 +97,7 @@ impl Mounts {
 
 /// A slot's cgroups, one per hierarchy, with the files read every run kept open.
 #[derive(Debug)]
-pub(crate) struct Group {
+pub(crate) struct SlotGroup {
     dirs: Vec<PathBuf>,
     memory: PathBuf,
     freezer: PathBuf,
@@ -129,7 +129,7 @@ pub(crate) struct Group {
     buf: Vec<u8>,
 }
 
-impl Group {
+impl SlotGroup {
     pub(crate) fn create(
         mounts: &Mounts,
         parent: &str,
@@ -203,7 +203,7 @@ impl Group {
             .map(|d| open_tasks(d))
             .collect::<Result<Vec<_>, _>>()?;
         let file = |name: &str| memory.join(name);
-        Ok(Group {
+        Ok(SlotGroup {
             dirs: dirs.clone(),
             freezer: mounts.freezer.join(rel),
             _lock: lock,

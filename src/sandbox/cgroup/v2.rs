@@ -164,7 +164,7 @@ fn enable(dir: &Path, controllers: &str) -> Result<(), String> {
 /// enabled for its one child, the run cgroup `run` that each run's processes are
 /// cloned into. The slot's launcher stays outside (in the supervisor's leaf).
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub(crate) struct SlotGroup {
     dir: PathBuf,
     controllers: String,
     cpu: Option<u32>,
@@ -175,7 +175,7 @@ pub(crate) struct Slot {
     peak_resettable: Option<bool>,
 }
 
-impl Slot {
+impl SlotGroup {
     pub(crate) fn create(
         base: &Base,
         parent: &str,
@@ -199,7 +199,7 @@ impl Slot {
             .map_err(|reason| SandboxError::CgroupSetup { reason })
             .and_then(|()| try_lock(&dir)?.ok_or_else(|| in_use(&dir)));
         match made {
-            Ok(lock) => Ok(Slot {
+            Ok(lock) => Ok(SlotGroup {
                 dir,
                 controllers: base.controllers.clone(),
                 cpu,

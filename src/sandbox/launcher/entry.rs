@@ -16,13 +16,22 @@ extern "C" fn launcher_entry() {
     // This process only stays suspended while its vfork child serves: the OOM
     // killer never picks that child, nor charges its memory to the runs'
     // cgroup (`sys::run_as_vfork_child`). It exits when the child does.
-    let code = sys::run_as_vfork_child(serve::main, STACK).unwrap_or(1);
+    // SAFETY: an ELF constructor runs before `main` on the process's only
+    // thread: nothing has started another (ours start none before main).
+    let code = unsafe { sys::run_as_vfork_child(serve::main, STACK) }.unwrap_or(1);
     sys::exit_now(code)
 }
 
 /// The launcher's stack (mapped lazily; init starts on a copy of it).
 const STACK: usize = 8 << 20;
 
+// SAFETY: `.init_array` holds pointers to functions the C library calls once,
+// before `main`, on the only thread, as `void (*)(int, char **, char **)`; a C
+// function of no parameters ignores those arguments. `launcher_entry` is such a
+// function: `extern "C"` (a panic aborts instead of unwinding into the C
+// library), and it needs nothing `main` sets up (no arguments, no std runtime
+// state): it reads the environment and a descriptor, and in a launcher never
+// returns.
 #[used]
 #[unsafe(link_section = ".init_array")]
 static LAUNCHER_ENTRY: extern "C" fn() = launcher_entry;

@@ -223,11 +223,13 @@ impl Server {
             // CLONE_NEWPID works only while our children would be in our own.
             let _ = sys::setns(self.home_pid.as_raw_fd(), libc::CLONE_NEWPID);
         }
-        let mut spec = decoded.child_spec();
-        spec.launcher_clean = self.launcher_clean;
-        let cloned = sys::clone_fork(flags, cgroup);
+        let spec = decoded.child_spec(self.launcher_clean);
+        // SAFETY: the launcher has one thread (started by an ELF constructor
+        // before any `main`, it starts none), and the child runs init alone.
+        let cloned = unsafe { sys::clone_fork(flags, cgroup) };
         if let Ok(0) = cloned {
-            let code = child::init_main(&spec);
+            // SAFETY: we are the clone's child, one thread, made for init.
+            let code = unsafe { child::init_main(&spec) };
             sys::exit_now(i32::try_from(code).unwrap_or(1));
         }
         self.go_home();

@@ -10,8 +10,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use seccompiler::{BpfProgram, sock_filter};
 
 use crate::sandbox::cgroup::MemoryFds;
-use crate::sandbox::child::{ChildSpec, Net, Root};
+use crate::sandbox::child::{ChildSpec, StartPath};
 use crate::sandbox::mount::{MountPlan, Op};
+use crate::sandbox::net::Net;
 use crate::sandbox::sys;
 
 /// Bumped when the encoding changes (the launcher is the same binary, but a
@@ -351,15 +352,14 @@ impl Decoded {
         })
     }
 
-    /// The child's view of this run (pointers into `self`).
-    pub(crate) fn child_spec(&mut self) -> ChildSpec<'_> {
+    /// The child's view of this run (pointers into `self`), started by a
+    /// launcher that is `clean` (see [`StartPath::Launched`]).
+    pub(crate) fn child_spec(&mut self, clean: bool) -> ChildSpec<'_> {
         let program_stack = Cell::new(sys::VforkStack::new(&mut self.program_stack));
         ChildSpec {
-            root: Root::Entered,
+            start: StartPath::Launched { clean },
             mounts: &self.mounts,
             net: self.netns.map_or(Net::Host, Net::Join),
-            join_fds: Vec::new(),
-            cgroup_dir: None,
             stdio: self.stdio,
             rlimits: self.rlimits.clone(),
             uid: self.uid,
@@ -369,9 +369,7 @@ impl Decoded {
             argv: sys::CStrArray::new(&self.argv),
             envp: sys::CStrArray::new(&self.envp),
             report_fd: self.report_fd,
-            cgroupns_in_init: true,
             program_stack,
-            launcher_clean: false,
             memory: self.memory,
             memory_bytes: self.memory_bytes,
         }
@@ -404,11 +402,195 @@ fn decode_filter(r: &mut Reader<'_>) -> Option<BpfProgram> {
         .collect()
 }
 
-/// A null-terminated array of pointers into `strings`, as execve wants.
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Every field the launcher needs comes out as it went in. The spec is
+    /// destructured without `..`, so a field added to `ChildSpec` does not
+    /// compile here until this test covers it.
+    #[test]
+    fn a_run_round_trips_field_by_field() {
+        let fds: Vec<OwnedFd> = (0..12)
+            .map(|_| OwnedFd::from(std::fs::File::open("/dev/null").unwrap()))
+            .collect();
+        let fd = |i: usize| fds[i].as_raw_fd();
+        let c = |s: &str| CString::new(s).unwrap();
+        let ops = vec![
+            Op::Tmpfs {
+                target: c("/r"),
+                flags: 1,
+                data: c("size=1m"),
+            },
+            Op::Bind {
+                source: c("/usr"),
+                target: c("/r/usr"),
+                file: false,
+                flags: 2,
+            },
+            Op::Mkdir { path: c("/r/box") },
+            Op::Symlink {
+                target: c("usr/lib"),
+                link: c("/r/lib"),
+            },
+            Op::File {
+                path: c("/r/etc/hosts"),
+                contents: b"127.0.0.1 box\n".to_vec(),
+            },
+            Op::Proc {
+                target: c("/r/proc"),
+            },
+            Op::Remount {
+                target: c("/r"),
+                flags: 3,
+            },
+            Op::Attach {
+                tree: fd(0),
+                target: c("/r/data"),
+                file: true,
+                flags: 4,
+            },
+        ];
+        let mounts = MountPlan::from_ops(c("/r"), ops);
+        let filters = vec![
+            vec![sock_filter {
+                code: 0x15,
+                jt: 1,
+                jf: 2,
+                k: 0xdead_beef,
+            }],
+            Vec::new(),
+        ];
+        let argv = vec![c("prog"), c("arg")];
+        let envp = vec![c("PATH=/usr/bin")];
+        let memory = MemoryFds {
+            usage: fd(1),
+            limit: fd(2),
+            swap_limit: Some(fd(3)),
+            peak_reset: None,
+        };
+        let sent = ChildSpec {
+            start: StartPath::Launched { clean: true },
+            mounts: &mounts,
+            net: Net::Join(fd(4)),
+            stdio: [Some(fd(5)), None, Some(fd(6))],
+            rlimits: vec![(libc::RLIMIT_FSIZE, 10, 20), (libc::RLIMIT_STACK, 30, 40)],
+            uid: 60_007,
+            last_cap: 40,
+            filters: &filters,
+            exec_paths: vec![c("/usr/bin/prog"), c("/bin/prog")],
+            argv: sys::CStrArray::new(&argv),
+            envp: sys::CStrArray::new(&envp),
+            report_fd: fd(7),
+            program_stack: Cell::new(None),
+            memory: Some(memory),
+            memory_bytes: 256 << 20,
+        };
+        let w = encode(&Encode {
+            clone_flags: 0x2000_0000,
+            template: fd(8),
+            cgroup: Some(fd(9)),
+            netns: Some(fd(4)),
+            child: &sent,
+            argv: &argv,
+            envp: &envp,
+        });
+        // The kernel hands the launcher its own copies, in the order sent.
+        let received: Vec<OwnedFd> = w
+            .fds
+            .iter()
+            .map(|raw| {
+                fds.iter()
+                    .find(|f| f.as_raw_fd() == *raw)
+                    .unwrap()
+                    .try_clone()
+                    .unwrap()
+            })
+            .collect();
+        let same = |sent: RawFd, got: RawFd| {
+            let i = w.fds.iter().position(|f| *f == sent).unwrap();
+            assert_eq!(
+                received[i].as_raw_fd(),
+                got,
+                "descriptor {sent} arrives as its copy"
+            );
+        };
+        let mut decoded = Decoded::decode(&mut Reader::new(&w.bytes, &received)).unwrap();
+        assert_eq!(decoded.clone_flags, 0x2000_0000);
+        same(fd(8), decoded.template);
+        same(fd(9), decoded.cgroup.unwrap());
+        same(fd(4), decoded.netns.unwrap());
+        assert_eq!(decoded.argv, argv);
+        assert_eq!(decoded.envp, envp);
+        let back = |got: RawFd| {
+            received
+                .iter()
+                .position(|f| f.as_raw_fd() == got)
+                .map(|i| w.fds[i])
+        };
+        let ChildSpec {
+            start,
+            mounts: got_mounts,
+            net,
+            stdio,
+            rlimits,
+            uid,
+            last_cap,
+            filters: got_filters,
+            exec_paths,
+            argv: _,
+            envp: _,
+            report_fd,
+            program_stack,
+            memory: got_memory,
+            memory_bytes,
+        } = decoded.child_spec(true);
+        assert_eq!(start, sent.start);
+        assert_eq!(got_mounts.root(), mounts.root());
+        assert_eq!(got_mounts.ops().len(), mounts.ops().len());
+        for (got, op) in got_mounts.ops().iter().zip(mounts.ops()) {
+            match got {
+                Op::Attach {
+                    tree,
+                    target,
+                    file,
+                    flags,
+                } => {
+                    let as_sent = Op::Attach {
+                        tree: back(*tree).unwrap(),
+                        target: target.clone(),
+                        file: *file,
+                        flags: *flags,
+                    };
+                    assert_eq!(&as_sent, op);
+                }
+                got => assert_eq!(got, op),
+            }
+        }
+        assert!(
+            matches!(net, Net::Join(netns) if back(netns) == Some(fd(4))),
+            "{net:?}"
+        );
+        assert_eq!(stdio.map(|s| s.and_then(back)), sent.stdio);
+        assert_eq!(rlimits, sent.rlimits);
+        assert_eq!((uid, last_cap), (sent.uid, sent.last_cap));
+        assert_eq!(got_filters, &filters[..]);
+        assert_eq!(exec_paths, sent.exec_paths);
+        assert_eq!(back(report_fd), Some(sent.report_fd));
+        assert!(program_stack.take().is_some(), "a stack for the program");
+        let got_memory = got_memory.unwrap();
+        assert_eq!(
+            MemoryFds {
+                usage: back(got_memory.usage).unwrap(),
+                limit: back(got_memory.limit).unwrap(),
+                swap_limit: got_memory.swap_limit.and_then(back),
+                peak_reset: got_memory.peak_reset.and_then(back),
+            },
+            memory
+        );
+        assert_eq!(memory_bytes, sent.memory_bytes);
+    }
 
     #[test]
     fn reader_refuses_truncated_input() {

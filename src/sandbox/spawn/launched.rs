@@ -15,11 +15,13 @@ use super::{
     wall,
 };
 use crate::sandbox::cgroup::{Baseline, SlotCgroup};
-use crate::sandbox::child::{Net, RECORD_LEN, Root};
+use crate::sandbox::child::StartPath;
 use crate::sandbox::error::SandboxError;
 use crate::sandbox::launcher::{ANSWER_TIMEOUT, Ended, Launcher, spec};
+use crate::sandbox::net::Net;
 use crate::sandbox::plan::Plan;
 use crate::sandbox::prepare::Prepared;
+use crate::sandbox::record::Record;
 use crate::sandbox::report::Report;
 use crate::sandbox::sys;
 
@@ -93,7 +95,9 @@ fn encode(
     report_fd: RawFd,
 ) -> Result<spec::Writer, SandboxError> {
     let net = via.netns.map_or(Net::Host, Net::Join);
-    let mut child = child_spec(plan, prepared, Root::Entered, net, report_fd);
+    // Whether the launcher's children start clean is the launcher's to say.
+    let path = StartPath::Launched { clean: false };
+    let mut child = child_spec(plan, prepared, path, net, report_fd);
     child.memory = cgroup.memory_fds();
     child.memory_bytes = own_memory_limit(plan, base);
     // The launcher's own 0-2 are not the caller's: "inherit" sends ours along.
@@ -158,7 +162,7 @@ fn watch(
 
 /// Every record init wrote (it is gone: the pipe ends).
 fn drain(report: &OwnedFd, w: &mut Watched) -> Result<(), SandboxError> {
-    let mut buf = Vec::with_capacity(RECORD_LEN * 2);
+    let mut buf = Vec::with_capacity(Record::LEN * 2);
     while !read_records(report.as_raw_fd(), &mut buf, w)? {}
     Ok(())
 }

@@ -9,7 +9,7 @@
 //!   possibly multi-threaded supervisor runs only child-safe code (`child.rs`):
 //!   every string, descriptor, mount operation and BPF program is built here
 //!   first (`prepare.rs`); no allocation, no glibc `fork()`, no set*id broadcast.
-//! - **Launched** (a `Slot`): the slot's launcher (`launcher/`), a process that
+//! - **Launched** (a `SandboxSlot`): the slot's launcher (`launcher/`), a process that
 //!   lives in the slot's cgroup, clones init there, so nothing migrates per run.
 //!   init and the launcher then spend some CPU time in the run's cgroup; both
 //!   measure it and it is left out of the run's figure.
@@ -20,13 +20,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::cgroup::{Baseline, CgroupLimits, Measured, SlotCgroup};
-use super::child::{
-    self, ChildSpec, Net, REC_BASE, REC_EXITED, REC_FAILED, REC_TIME, RECORD_LEN, Root, Step,
-};
+use super::child::{self, CgroupEntry, ChildSpec, StartPath};
+use super::creds;
 use super::error::SandboxError;
 use super::launcher::{CONTROL_SLICE_NS, Launcher};
+use super::net::Net;
 use super::plan::Plan;
-use super::prepare::{self, Prepared};
+use super::prepare::Prepared;
+use super::record::{Record, Step};
 use super::report::{Ending, Observed, Report, classify};
 use super::sys;
 
@@ -71,7 +72,7 @@ impl Drop for ShortSlice {
 /// How init is started.
 pub(crate) enum Launch<'a> {
     /// The supervisor clones it (one-shot runs).
-    Direct { net: Net, root: Root },
+    Direct { net: Net },
     /// The slot's launcher clones it from a private copy of `template`.
     Launched {
         launcher: &'a mut Launcher,
@@ -91,11 +92,11 @@ pub(crate) enum Launch<'a> {
 struct Watched {
     ending: Option<Ending>,
     failure: Option<(u32, u32, u32)>,
-    /// When the program ended (CLOCK_MONOTONIC ns, `REC_TIME`).
+    /// When the program ended (CLOCK_MONOTONIC ns, `Record::Time`).
     ended_at: Option<u64>,
-    /// Memory charged when the program started (`REC_BASE`).
+    /// Memory charged when the program started (`Record::Base`).
     memory_base: Option<u64>,
-    /// The program's largest resident set (wait4's `ru_maxrss`, `REC_EXITED`).
+    /// The program's largest resident set (wait4's `ru_maxrss`, `Record::Exited`).
     max_rss: u64,
     cpu_over: bool,
     wall_over: bool,
@@ -137,7 +138,7 @@ pub(crate) fn run_in(
         pids: plan.limits.processes,
     };
     let result = cgroup.begin(&limits, ours).and_then(|base| match launch {
-        Launch::Direct { net, root } => direct(plan, &mut prepared, cgroup, &base, net, root),
+        Launch::Direct { net } => direct(plan, &mut prepared, cgroup, &base, net),
         Launch::Launched {
             launcher,
             template,
@@ -154,43 +155,31 @@ pub(crate) fn run_in(
         }
     });
     let finished = prepared.box_dir.finish();
-    match (result, finished) {
-        (Ok(report), Ok(())) => Ok(report),
-        (Err(e), Ok(())) => Err(e),
-        (Ok(_), Err(cleanup)) => Err(cleanup),
-        (Err(run), Err(cleanup)) => Err(SandboxError::WithCleanup {
-            run: Box::new(run),
-            cleanup: Box::new(cleanup),
-        }),
-    }
+    SandboxError::with_cleanup(result, finished)
 }
 
 fn child_spec<'a>(
     plan: &Plan,
     prepared: &'a Prepared,
-    root: Root,
+    start: StartPath,
     net: Net,
     report_fd: RawFd,
 ) -> ChildSpec<'a> {
     let parts = &prepared.parts;
     ChildSpec {
-        root,
+        start,
         mounts: &parts.mounts,
         net,
-        join_fds: Vec::new(),
-        cgroup_dir: None,
         stdio: [0, 1, 2].map(|i| parts.stdio[i].as_ref().map(AsRawFd::as_raw_fd)),
         rlimits: parts.rlimits.clone(),
         uid: plan.box_uid(),
-        last_cap: prepare::last_cap(),
+        last_cap: creds::last_cap(),
         filters: &parts.filters,
         exec_paths: parts.exec_paths.clone(),
         argv: sys::CStrArray::new(&parts.argv),
         envp: sys::CStrArray::new(&parts.envp),
         report_fd,
-        cgroupns_in_init: false,
         program_stack: Cell::new(None),
-        launcher_clean: false,
         memory: None,
         memory_bytes: plan.limits.memory_bytes,
     }
@@ -209,28 +198,33 @@ fn direct(
     cgroup: &mut SlotCgroup,
     base: &Baseline,
     net: Net,
-    root: Root,
 ) -> Result<Report, SandboxError> {
     let (report_r, report_w) =
         sys::pipe().map_err(|e| SandboxError::sys("create the report pipe", e))?;
     let mut program_stack = vec![0u8; child::PROGRAM_STACK];
-    let mut spec = child_spec(plan, prepared, root, net, report_w.as_raw_fd());
-    spec.join_fds = cgroup.join_fds().iter().map(AsRawFd::as_raw_fd).collect();
-    spec.cgroup_dir = cgroup.dir_fd();
+    let path = StartPath::OneShot {
+        cgroup: CgroupEntry {
+            into: cgroup.dir_fd(),
+            join: cgroup.join_fds().iter().map(AsRawFd::as_raw_fd).collect(),
+        },
+    };
+    let mut spec = child_spec(plan, prepared, path, net, report_w.as_raw_fd());
     spec.memory = cgroup.memory_fds();
     spec.memory_bytes = own_memory_limit(plan, base);
-    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-    if matches!(root, Root::Fresh) {
-        flags |= libc::CLONE_NEWNS;
-    }
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
     if matches!(net, Net::Fresh) {
         flags |= libc::CLONE_NEWNET;
     }
     spec.program_stack = Cell::new(sys::VforkStack::new(&mut program_stack));
     let mut stack = vec![0u8; CHILD_STACK];
     let start = Start::now();
-    let mut init = || child::init_main(&spec);
-    let pid = sys::clone_child(&mut init, &mut stack, flags)
+    // SAFETY: this closure runs only as the clone's child below, one thread,
+    // made for it.
+    let mut init = || unsafe { child::init_main(&spec) };
+    // SAFETY: init makes only async-signal-safe calls (child.rs: the `c_*`
+    // wrappers on what `spec` holds, built here beforehand).
+    let pid = unsafe { sys::clone_child(&mut init, &mut stack, flags) }
         .map_err(|e| SandboxError::sys("clone into new namespaces", e))?;
     drop(stack);
     drop(report_w);
@@ -257,7 +251,7 @@ fn watch_pipe(
     start: Start,
 ) -> Result<Watched, SandboxError> {
     let mut w = Watched::default();
-    let mut buf = Vec::with_capacity(RECORD_LEN * 2);
+    let mut buf = Vec::with_capacity(Record::LEN * 2);
     loop {
         if sys::poll_readable(report.as_raw_fd(), tick_timeout(plan, start))
             .map_err(|e| SandboxError::sys("poll the report pipe", e))?
@@ -324,23 +318,19 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
         return Ok(true);
     }
     buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
-    while buf.len() >= RECORD_LEN {
-        let rec: Vec<u32> = buf
-            .drain(..RECORD_LEN)
-            .collect::<Vec<u8>>()
-            .chunks_exact(4)
-            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        match rec.as_slice() {
-            [REC_TIME, low, high, _] => {
-                w.ended_at = Some(u64::from(*low) | (u64::from(*high) << 32));
-            }
-            [REC_BASE, low, high, _] => {
-                w.memory_base = Some(u64::from(*low) | (u64::from(*high) << 32));
-            }
-            [REC_EXITED, _, status, rss_kib] => {
-                w.max_rss = u64::from(*rss_kib).saturating_mul(1024);
-                let status = status.cast_signed();
+    while buf.len() >= Record::LEN {
+        let mut bytes = [0u8; Record::LEN];
+        for (dst, src) in bytes.iter_mut().zip(buf.drain(..Record::LEN)) {
+            *dst = src;
+        }
+        match Record::decode(&bytes) {
+            Some(Record::Time { ns }) => w.ended_at = Some(ns),
+            Some(Record::Base { bytes }) => w.memory_base = Some(bytes),
+            Some(Record::Exited {
+                status,
+                max_rss_kib,
+            }) => {
+                w.max_rss = u64::from(max_rss_kib).saturating_mul(1024);
                 w.ending = Some(if libc::WIFSIGNALED(status) {
                     Ending::Signaled(libc::WTERMSIG(status))
                 } else {
@@ -348,11 +338,11 @@ fn read_records(fd: RawFd, buf: &mut Vec<u8>, w: &mut Watched) -> Result<bool, S
                 });
                 return Ok(true);
             }
-            [REC_FAILED, step, errno, aux] => {
-                w.failure = Some((*step, *errno, *aux));
+            Some(Record::Failed { step, errno, aux }) => {
+                w.failure = Some((step, errno, aux));
                 return Ok(true);
             }
-            _ => {}
+            None => {}
         }
     }
     Ok(false)

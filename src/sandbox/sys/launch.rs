@@ -207,7 +207,12 @@ pub(crate) fn env_is_set(name: &CStr) -> bool {
 /// Only namespace flags are accepted (`NAMESPACE_FLAGS`): with `CLONE_VM` (or
 /// `CLONE_THREAD`, `CLONE_SETTLS`, ...) and no stack of its own the child would
 /// run on our stack, which is undefined behaviour; those are `InvalidInput`.
-pub(crate) fn clone_fork(flags: u64, cgroup: Option<RawFd>) -> io::Result<libc::pid_t> {
+///
+/// # Safety
+/// The calling process has one thread (the launcher), so the child's copy holds
+/// no lock another thread owns; otherwise the child (`Ok(0)`) may make only
+/// async-signal-safe calls until it execs or exits.
+pub(crate) unsafe fn clone_fork(flags: u64, cgroup: Option<RawFd>) -> io::Result<libc::pid_t> {
     const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
     if flags & !super::NAMESPACE_FLAGS != 0 {
         return Err(io::Error::new(
@@ -394,7 +399,12 @@ pub(crate) fn pread_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// `oom_badness`), and that task's page faults are charged to the memory's
 /// owner, this process, which stays outside the run's cgroup. `stack` bytes of
 /// stack are mapped for it (lazily).
-pub(crate) fn run_as_vfork_child(child: fn() -> i32, stack: usize) -> io::Result<i32> {
+///
+/// # Safety
+/// The calling process has one thread: the child runs in our memory (CLONE_VM)
+/// and CLONE_VFORK suspends only the calling thread, so any other thread would
+/// run beside it on the same heap and data.
+pub(crate) unsafe fn run_as_vfork_child(child: fn() -> i32, stack: usize) -> io::Result<i32> {
     extern "C" fn trampoline(data: *mut libc::c_void) -> libc::c_int {
         // SAFETY: data is the fn pointer passed below, on our (shared) stack,
         // which stays put while we are suspended.
@@ -437,7 +447,7 @@ pub(crate) fn run_as_vfork_child(child: fn() -> i32, stack: usize) -> io::Result
     if pid < 0 {
         return last_err();
     }
-    let status = super::host::wait_pid(pid)?;
+    let status = super::supervisor::wait_pid(pid)?;
     Ok(if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {

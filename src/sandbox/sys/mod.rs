@@ -5,8 +5,16 @@
 //!   possibly multi-threaded process, before `execve`. They are async-signal-safe:
 //!   raw system calls on pre-built `CStr`s and slices, no allocation, no locks, no
 //!   panics; an error is the bare errno (`i32`).
-//! - host wrappers (`host.rs`, `launch.rs`) return `std::io::Result` and may
+//! - host wrappers (`supervisor.rs`, `launch.rs`) return `std::io::Result` and may
 //!   allocate: the supervisor's and the launcher's side.
+//!
+//! Most wrappers are safe because their types rule misuse out. Those whose
+//! soundness depends on what the caller does around them are `unsafe fn` with a
+//! `# Safety` section: the forks (`c_fork`, `c_fork_into_cgroup`, `c_vfork_on`,
+//! `clone_child`, `clone_fork`, `run_as_vfork_child`: what may run in the child,
+//! and in how many threads) and the raw descriptor closers (`c_close`, `c_dup2`,
+//! `c_close_range`: they can close a descriptor an `OwnedFd` owns). Their callers
+//! outside `sys/` say in a SAFETY note why the duty holds.
 
 use std::ffi::{CStr, CString};
 use std::marker::PhantomData;
@@ -109,7 +117,8 @@ pub(crate) fn c_write_file(path: &CStr, contents: &[u8], mode: libc::mode_t) -> 
         return Err(errno());
     }
     let written = c_write_all(fd, contents);
-    c_close(fd);
+    // SAFETY: `fd` was opened above and is used no more.
+    unsafe { c_close(fd) };
     written
 }
 
@@ -126,7 +135,8 @@ pub(crate) fn c_write_file_if_missing(path: &CStr) -> CResult {
     if fd < 0 {
         return Err(errno());
     }
-    c_close(fd);
+    // SAFETY: `fd` was opened above and is used no more.
+    unsafe { c_close(fd) };
     Ok(())
 }
 
@@ -146,8 +156,13 @@ pub(crate) fn c_write_all(fd: RawFd, mut bytes: &[u8]) -> CResult {
     Ok(())
 }
 
-pub(crate) fn c_close(fd: RawFd) {
-    // SAFETY: closing a descriptor this process owns; errors are irrelevant here.
+/// close(2), errors ignored.
+///
+/// # Safety
+/// `fd` is a descriptor the caller owns and nothing will use or close again: no
+/// `OwnedFd`, `File` or socket of this process may hold it.
+unsafe fn c_close(fd: RawFd) {
+    // SAFETY: the caller owns `fd` and gives it up (see # Safety).
     unsafe { libc::close(fd) };
 }
 
@@ -205,7 +220,8 @@ pub(crate) fn c_loopback_up() -> CResult {
         }
     };
     let result = check(rc);
-    c_close(sock);
+    // SAFETY: `sock` was opened above and is used no more.
+    unsafe { c_close(sock) };
     result
 }
 
@@ -213,7 +229,14 @@ pub(crate) fn c_loopback_up() -> CResult {
 /// its atfork handling, and in the clone of a multi-threaded process one of them
 /// may be held forever by a thread that does not exist here. The raw call takes no
 /// lock; the child only makes raw system calls afterwards.
-pub(crate) fn c_fork() -> CResult<libc::pid_t> {
+///
+/// # Safety
+/// In the child (`Ok(0)`), until it execs or exits: when the calling process may
+/// have more than one thread, only async-signal-safe calls (the `c_*` wrappers:
+/// no allocation, no locks, no panics), since a lock another thread held at the
+/// fork stays held for ever in the copy; and the child never returns into frames
+/// whose drops would act on what the parent owns (it ends in `c_exit`).
+pub(crate) unsafe fn c_fork() -> CResult<libc::pid_t> {
     // SAFETY: clone(SIGCHLD) without CLONE_VM is fork: the child gets a private copy
     // of the address space and continues on its copy of this stack.
     let rc = unsafe {
@@ -237,7 +260,11 @@ pub(crate) fn c_fork() -> CResult<libc::pid_t> {
 /// Linux 5.7+, cgroup v2): the child is born there, so no migration is needed —
 /// a migration waits for an RCU grace period (the cgroup threadgroup rwsem),
 /// which is most of a short run's wall time. Raw for the same reason as c_fork.
-pub(crate) fn c_fork_into_cgroup(cgroup_dir: RawFd) -> CResult<libc::pid_t> {
+///
+/// # Safety
+/// As for [`c_fork`]: the child makes only async-signal-safe calls until it
+/// execs or exits, and never returns into the parent's frames.
+pub(crate) unsafe fn c_fork_into_cgroup(cgroup_dir: RawFd) -> CResult<libc::pid_t> {
     #[repr(C)]
     struct CloneArgs {
         flags: u64,
@@ -303,15 +330,40 @@ pub(crate) fn c_setsid() {
     unsafe { libc::setsid() };
 }
 
-pub(crate) fn c_dup2(from: RawFd, to: RawFd) -> CResult {
-    // SAFETY: duplicating descriptors this process holds.
+/// dup2(2): `from` duplicated onto `to`, closing what `to` was.
+///
+/// # Safety
+/// `to` is not a descriptor anything else owns (an `OwnedFd`, a `File`): dup2
+/// closes it silently, and the owner would later use or close another file.
+pub(crate) unsafe fn c_dup2(from: RawFd, to: RawFd) -> CResult {
+    // SAFETY: nothing else owns `to` (see # Safety); `from` is only read.
     check(unsafe { libc::dup2(from, to) })
 }
 
-/// close_range(first, last, flags); `CLOSE_RANGE_CLOEXEC` marks instead of closing.
-pub(crate) fn c_close_range(first: u32, last: u32, flags: u32) -> CResult {
-    // SAFETY: raw system call with integer arguments.
-    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) };
+/// close_range(first, last, 0): closes every descriptor in `first..=last`.
+///
+/// # Safety
+/// No descriptor in the range is owned by anything (an `OwnedFd`, a `File`)
+/// that will use or close it afterwards.
+pub(crate) unsafe fn c_close_range(first: u32, last: u32) -> CResult {
+    // SAFETY: the caller gives up every descriptor of the range (see # Safety).
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    if rc < 0 { Err(errno()) } else { Ok(()) }
+}
+
+/// close_range(first, ~0, CLOSE_RANGE_CLOEXEC): every descriptor from `first` on
+/// closes at the next execve. Nothing is closed now, so no owner is surprised.
+pub(crate) fn c_cloexec_from(first: u32) -> CResult {
+    // SAFETY: marking close-on-exec closes nothing in this process; integer
+    // arguments only.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     if rc < 0 { Err(errno()) } else { Ok(()) }
 }
 
@@ -439,11 +491,11 @@ pub(crate) fn c_exit(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-mod host;
 mod launch;
+mod supervisor;
 
-pub(crate) use host::*;
 pub(crate) use launch::*;
+pub(crate) use supervisor::*;
 
 /// CLOCK_MONOTONIC in nanoseconds (0 when unreadable); the clock `Instant` uses.
 pub(crate) fn c_monotonic_ns() -> u64 {
@@ -490,7 +542,13 @@ impl<'a> VforkStack<'a> {
 /// space is made (a fork copies page tables and write-protects every private
 /// page, then the child's first writes fault). Through glibc's `clone()`
 /// wrapper, which takes no lock.
-pub(crate) fn c_vfork_on(
+///
+/// # Safety
+/// `child` runs in our memory while only the calling thread is suspended: the
+/// calling process has one thread (init), or `child` touches nothing another
+/// thread may use. It makes only async-signal-safe calls and ends in execve or
+/// exit, never unwinding.
+pub(crate) unsafe fn c_vfork_on(
     child: &mut dyn FnMut() -> isize,
     stack: VforkStack<'_>,
 ) -> CResult<libc::pid_t> {
@@ -528,7 +586,8 @@ pub(crate) fn c_write_existing(path: &CStr, bytes: &[u8]) -> CResult {
         return Err(errno());
     }
     let written = c_write_all(fd, bytes);
-    c_close(fd);
+    // SAFETY: `fd` was opened above and is used no more.
+    unsafe { c_close(fd) };
     written
 }
 
@@ -604,13 +663,17 @@ mod tests {
         // CLONE_PTRACE is harmless to try; CLONE_VM would share our memory.
         for flag in [libc::CLONE_PTRACE, libc::CLONE_VM, libc::CLONE_THREAD] {
             let mut child = || 0isize;
-            let e = clone_child(&mut child, &mut stack, flag).unwrap_err();
+            // SAFETY: the child would make no call at all (and the flag is
+            // refused before any clone).
+            let e = unsafe { clone_child(&mut child, &mut stack, flag) }.unwrap_err();
             assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{flag:#x}");
-            let e = clone_fork(u64::try_from(flag).unwrap(), None).unwrap_err();
+            // SAFETY: refused before any clone: no child exists to run anything.
+            let e = unsafe { clone_fork(u64::try_from(flag).unwrap(), None) }.unwrap_err();
             assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{flag:#x}");
         }
         let mut child = || 0isize;
-        let e = clone_child(&mut child, &mut stack[..1024], 0).unwrap_err();
+        // SAFETY: as above: the child would make no call; refused before any clone.
+        let e = unsafe { clone_child(&mut child, &mut stack[..1024], 0) }.unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 

@@ -1,4 +1,8 @@
-//! The claim's lookup, shared by jobs and trials: the oldest claimable row in any
+//! The claim, of a job and of a trial: each table's claim statement with its
+//! filters, what a claim returns ([`ClaimedJob`], [`ClaimedTrial`]) and the lease
+//! it grants ([`NewLease`]).
+//!
+//! The lookup, shared by jobs and trials: the oldest claimable row in any
 //! of the Runner's languages, found by one `ORDER BY id LIMIT 1` probe of the
 //! `(language, id)` partial index per offered language, the smallest id winning.
 //! A claim never walks past rows it cannot take, so one that finds nothing costs a
@@ -23,9 +27,8 @@ use sqlx::FromRow;
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 
-use super::jobs::{CLAIM as JOB_CLAIM, ClaimedJob, NewLease};
-use super::trials::{CLAIM as TRIAL_CLAIM, ClaimedTrial};
-use super::{BeginWrite as _, Db, DbError, Pool, Work};
+use super::{BeginWrite as _, Db, DbError, Pool, WorkKind};
+use crate::server::clock::Millis;
 
 /// The id of the oldest claimable row of `$table` in the languages `$langs`
 /// (a JSON array), or NULL. `$ready` adds conditions on the alias `h`.
@@ -42,7 +45,6 @@ macro_rules! sqlite_pick {
         )
     };
 }
-pub(crate) use sqlite_pick;
 
 /// The oldest claimable row of `$table` in one of `$langs` (a text array) per
 /// language, as the relation `head (id, language)`. Each head is one probe of
@@ -65,7 +67,6 @@ macro_rules! pg_heads {
         )
     };
 }
-pub(crate) use pg_heads;
 
 /// The row to claim, locked: the language of the oldest head, walked from its head
 /// with `SKIP LOCKED`. `$ready_j` / `$ready_h` are the extra conditions on the
@@ -77,7 +78,7 @@ macro_rules! pg_pick {
             "WITH pick AS MATERIALIZED (SELECT h.language FROM ",
             $table,
             " h WHERE h.id = (SELECT MIN(head.id) FROM ",
-            $crate::server::db::claim::pg_heads!($table, $ready_h, $langs),
+            pg_heads!($table, $ready_h, $langs),
             ")) SELECT j.id FROM ",
             $table,
             " j WHERE j.state = 'Queued'",
@@ -88,15 +89,139 @@ macro_rules! pg_pick {
         )
     };
 }
-pub(crate) use pg_pick;
 
 /// The claim statement of one table: `$1` runner, `$2` lease token, `$3` lease
 /// seconds, `$4` expiry, `$5` the languages (a JSON array on SQLite, an array on
 /// PostgreSQL). Picks the oldest claimable row and leases it, all in one.
-pub(crate) struct ClaimSql {
+struct ClaimSql {
     pub sqlite: &'static str,
     pub postgres: &'static str,
 }
+
+/// What a job claim hands out, besides the lease token and duration the caller chose.
+#[derive(Debug, Clone, FromRow)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub submission_id: i64,
+    pub attempt: i64,
+    pub problem_version_id: i64,
+    pub lease_expires_ms: i64,
+    pub language: String,
+    /// The submission's files as the wire JSON array.
+    pub files: String,
+    pub sha256: String,
+    pub size: i64,
+    pub time_limit: Option<f64>,
+}
+
+/// The lease a claim grants.
+#[derive(Debug, Clone, Copy)]
+pub struct NewLease<'a> {
+    pub runner_id: i64,
+    pub lease_token: &'a str,
+    pub lease_seconds: i64,
+    pub now: Millis,
+    pub expires_ms: Millis,
+}
+
+/// What a trial claim hands out, besides the lease token and duration the caller chose.
+#[derive(Debug, Clone, FromRow)]
+pub struct ClaimedTrial {
+    pub id: i64,
+    pub lease_expires_ms: i64,
+    pub language: String,
+    pub files: String,
+    pub package_sha256: String,
+    pub package_size: i64,
+    pub time_limit: Option<f64>,
+}
+
+/// Columns of a [`ClaimedJob`], read from the row the claim just updated.
+macro_rules! claim_returning {
+    () => {
+        " RETURNING id, submission_id, attempt, problem_version_id, lease_expires_ms, \
+         language, \
+         (SELECT s.files FROM submissions s WHERE s.id = jobs.submission_id) AS files, \
+         (SELECT v.sha256 FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS sha256, \
+         (SELECT v.size FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS size, \
+         (SELECT v.time_limit FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS time_limit"
+    };
+}
+
+/// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry. Every claim:
+/// `deliveries += 1`, a new token, `acknowledged_at = null`; no `row_version` bump.
+macro_rules! claim_update {
+    () => {
+        "UPDATE jobs SET state = 'Running', runner_id = $1, lease_token = $2, lease_seconds = $3, \
+         lease_expires_ms = $4, deliveries = deliveries + 1, acknowledged_ms = NULL, \
+         progress_done = NULL, progress_total = NULL "
+    };
+}
+
+/// The claim's four filters: (1) Queued, (2) a language the Runner offers (`$5`),
+/// (3) the Runner not revoked (in the statement), and (4) no other attempt of its
+/// submission Running: a job created while a sibling was live is `blocked` until
+/// that sibling ends (see `waits_for` in the schema and migration 0002), and the
+/// `jobs_claimable` index holds only `blocked = 0` rows. Oldest first: the
+/// smallest id among the heads of the offered languages (above).
+const JOB_CLAIM: ClaimSql = ClaimSql {
+    // SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write
+    // lock), so nothing changes under the filters.
+    sqlite: concat!(
+        claim_update!(),
+        "WHERE id = (",
+        sqlite_pick!("jobs", " AND h.blocked = 0", "$5"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
+        claim_returning!()
+    ),
+    // PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers
+    // are taking; filter (3) share-locks the runner row, so a revocation (which
+    // updates that row) waits for this claim to commit and then requeues what it
+    // took, and a claim that waited for a revocation re-reads the row and takes
+    // nothing. A sibling's end clears `blocked` in its own transaction, so a claim
+    // sees the waiter claimable only once the sibling's end committed.
+    postgres: concat!(
+        claim_update!(),
+        "WHERE id = (",
+        pg_pick!("jobs", " AND j.blocked = 0", " AND h.blocked = 0", "$5"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
+        claim_returning!()
+    ),
+};
+
+/// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry.
+macro_rules! claim_trial_update {
+    () => {
+        "UPDATE trials SET state = 'Running', runner_id = $1, lease_token = $2, \
+         lease_seconds = $3, lease_expires_ms = $4, deliveries = deliveries + 1, \
+         acknowledged_ms = NULL, progress_done = NULL, progress_total = NULL "
+    };
+}
+macro_rules! claim_trial_returning {
+    () => {
+        " RETURNING id, lease_expires_ms, language, files, package_sha256, package_size, time_limit"
+    };
+}
+
+/// The oldest Queued trial in one of the Runner's languages (`$5`), by the same
+/// lookup as the job claim; filter (3) share-locks the runner
+/// row on PostgreSQL as the job claim does. Trials never wait for a sibling.
+const TRIAL_CLAIM: ClaimSql = ClaimSql {
+    sqlite: concat!(
+        claim_trial_update!(),
+        "WHERE id = (",
+        sqlite_pick!("trials", "", "$5"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
+        claim_trial_returning!()
+    ),
+    postgres: concat!(
+        claim_trial_update!(),
+        "WHERE id = (",
+        pg_pick!("trials", "", "", "$5"),
+        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
+        claim_trial_returning!()
+    ),
+};
 
 /// What is there to claim, in one read: the oldest claimable job and trial (or
 /// NULL) for the languages `$1`, and whether runner `$2` is still active.
@@ -144,8 +269,8 @@ impl Db {
             Pool::Postgres(pool) => self.claim_pg(pool, languages, lease).await?,
         };
         match &claimed {
-            Some(Claimed::Job(_)) => self.counters(Work::Job).claims.inc(),
-            Some(Claimed::Trial(_)) => self.counters(Work::Trial).claims.inc(),
+            Some(Claimed::Job(_)) => self.counters(WorkKind::Job).claims.inc(),
+            Some(Claimed::Trial(_)) => self.counters(WorkKind::Trial).claims.inc(),
             None => {}
         }
         Ok(claimed)

@@ -1,42 +1,14 @@
-//! The life of an EvaluationJob beyond the shared lease rules: the claim with its
-//! four filters, the result (Completed + Result row under the fence), attachments,
-//! cancel and rejudge.
+//! The life of an EvaluationJob beyond the shared lease rules and the claim
+//! ([`super::claim`]): the result (Completed + Result row under the fence),
+//! attachments, cancel and rejudge.
 
-use sqlx::FromRow;
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 
-use super::claim::{ClaimSql, pg_pick, sqlite_pick};
 use super::lease::{Fence, TOUCH_JOB, fenced};
 use super::records::{INSERT_JOB, LATEST_VERSION};
 use super::{BeginWrite as _, Db, DbError, Pool, is_unique_violation, on_pool, parse_state};
 use crate::server::clock::Millis;
-
-/// What a claim hands out, besides the lease token and duration the caller chose.
-#[derive(Debug, Clone, FromRow)]
-pub struct ClaimedJob {
-    pub id: i64,
-    pub submission_id: i64,
-    pub attempt: i64,
-    pub problem_version_id: i64,
-    pub lease_expires_ms: i64,
-    pub language: String,
-    /// The submission's files as the wire JSON array.
-    pub files: String,
-    pub sha256: String,
-    pub size: i64,
-    pub time_limit: Option<f64>,
-}
-
-/// The lease a claim grants.
-#[derive(Debug, Clone, Copy)]
-pub struct NewLease<'a> {
-    pub runner_id: i64,
-    pub lease_token: &'a str,
-    pub lease_seconds: i64,
-    pub now: Millis,
-    pub expires_ms: Millis,
-}
 
 /// A Result as stored; `extra`/`props` are JSON text or NULL.
 #[derive(Debug, Clone)]
@@ -55,59 +27,6 @@ pub enum ResultOutcome {
     /// The same lease token already completed this job: an idempotent resend.
     AlreadyStored,
 }
-
-/// Columns of a [`ClaimedJob`], read from the row the claim just updated.
-macro_rules! claim_returning {
-    () => {
-        " RETURNING id, submission_id, attempt, problem_version_id, lease_expires_ms, \
-         language, \
-         (SELECT s.files FROM submissions s WHERE s.id = jobs.submission_id) AS files, \
-         (SELECT v.sha256 FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS sha256, \
-         (SELECT v.size FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS size, \
-         (SELECT v.time_limit FROM problem_versions v WHERE v.id = jobs.problem_version_id) AS time_limit"
-    };
-}
-
-/// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry. Every claim:
-/// `deliveries += 1`, a new token, `acknowledged_at = null`; no `row_version` bump.
-macro_rules! claim_update {
-    () => {
-        "UPDATE jobs SET state = 'Running', runner_id = $1, lease_token = $2, lease_seconds = $3, \
-         lease_expires_ms = $4, deliveries = deliveries + 1, acknowledged_ms = NULL, \
-         progress_done = NULL, progress_total = NULL "
-    };
-}
-
-/// The claim's four filters: (1) Queued, (2) a language the Runner offers (`$5`),
-/// (3) the Runner not revoked (in the statement), and (4) no other attempt of its
-/// submission Running: a job created while a sibling was live is `blocked` until
-/// that sibling ends (see `waits_for` in the schema and migration 0002), and the
-/// `jobs_claimable` index holds only `blocked = 0` rows. Oldest first: the
-/// smallest id among the heads of the offered languages ([`super::claim`]).
-pub(crate) const CLAIM: ClaimSql = ClaimSql {
-    // SQLite: one statement inside `BEGIN IMMEDIATE` (the database's one write
-    // lock), so nothing changes under the filters.
-    sqlite: concat!(
-        claim_update!(),
-        "WHERE id = (",
-        sqlite_pick!("jobs", " AND h.blocked = 0", "$5"),
-        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
-        claim_returning!()
-    ),
-    // PostgreSQL: one statement. `SKIP LOCKED` passes over jobs other claimers
-    // are taking; filter (3) share-locks the runner row, so a revocation (which
-    // updates that row) waits for this claim to commit and then requeues what it
-    // took, and a claim that waited for a revocation re-reads the row and takes
-    // nothing. A sibling's end clears `blocked` in its own transaction, so a claim
-    // sees the waiter claimable only once the sibling's end committed.
-    postgres: concat!(
-        claim_update!(),
-        "WHERE id = (",
-        pg_pick!("jobs", " AND j.blocked = 0", " AND h.blocked = 0", "$5"),
-        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
-        claim_returning!()
-    ),
-};
 
 pub(super) const COMPLETE: &str = fenced!("jobs", ", state = 'Completed'", "problem_version_id");
 /// SQLite, after `COMPLETE` in the same `BEGIN IMMEDIATE` transaction.

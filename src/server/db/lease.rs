@@ -15,7 +15,7 @@
 //! `deliveries.exhausted` instead. `3` in the SQL is the contract's three free
 //! refunds and three free releases.
 
-use super::{Db, DbError, Work, on_pool, parse_state};
+use super::{Db, DbError, WorkKind, on_pool, parse_state};
 use crate::protocol::JobState;
 use crate::server::clock::Millis;
 
@@ -50,7 +50,7 @@ macro_rules! attempt_fence {
 }
 pub(crate) use attempt_fence;
 
-/// The same statement for both tables, indexed by [`Work`].
+/// The same statement for both tables, indexed by [`WorkKind`].
 macro_rules! both_tables {
     ($set:literal, $returning:literal) => {
         [
@@ -60,17 +60,17 @@ macro_rules! both_tables {
     };
 }
 
-const fn pick(statements: &[&'static str; 2], work: Work) -> &'static str {
+const fn pick(statements: &[&'static str; 2], work: WorkKind) -> &'static str {
     match work {
-        Work::Job => statements[0],
-        Work::Trial => statements[1],
+        WorkKind::Job => statements[0],
+        WorkKind::Trial => statements[1],
     }
 }
 
 /// Which lease a call presents.
 #[derive(Debug, Clone, Copy)]
 pub struct Fence<'a> {
-    pub work: Work,
+    pub work: WorkKind,
     pub id: i64,
     pub lease_token: &'a str,
     pub runner_id: i64,
@@ -290,7 +290,7 @@ impl Db {
     /// Requeues (or fails at the cap) every Running row the sweep matches, giving
     /// the delivery back to unacknowledged claims with refunds to spare: batch
     /// after batch of [`REQUEUE_BATCH`] until none is left.
-    pub async fn requeue(&self, work: Work, sweep: Sweep) -> Result<Vec<Requeued>, DbError> {
+    pub async fn requeue(&self, work: WorkKind, sweep: Sweep) -> Result<Vec<Requeued>, DbError> {
         let mut out = Vec::new();
         loop {
             let batch = self.requeue_batch(work, sweep).await?;
@@ -306,14 +306,18 @@ impl Db {
     /// each kind (refunded, spent); fewer than that of both means the sweep is
     /// done. Each statement is safe against a concurrent sweep on another server:
     /// the row lock makes the second sweeper re-check the row and skip it.
-    pub async fn requeue_batch(&self, work: Work, sweep: Sweep) -> Result<Vec<Requeued>, DbError> {
+    pub async fn requeue_batch(
+        &self,
+        work: WorkKind,
+        sweep: Sweep,
+    ) -> Result<Vec<Requeued>, DbError> {
         let (statements, arg) = match sweep {
             Sweep::ExpiredAt(now) => (&REQUEUE_EXPIRED, now),
             Sweep::OfRunner(runner_id) => (&REQUEUE_OF_RUNNER, runner_id),
         };
         let statements = match work {
-            Work::Job => statements[0],
-            Work::Trial => statements[1],
+            WorkKind::Job => statements[0],
+            WorkKind::Trial => statements[1],
         };
         let mut out = Vec::new();
         for (sql, refunded) in [(statements[0], true), (statements[1], false)] {
@@ -333,7 +337,7 @@ impl Db {
         Ok(out)
     }
 
-    fn count_requeued(&self, work: Work, sweep: Sweep, rows: &[Requeued]) {
+    fn count_requeued(&self, work: WorkKind, sweep: Sweep, rows: &[Requeued]) {
         let counters = self.counters(work);
         if matches!(sweep, Sweep::ExpiredAt(_)) {
             counters.leases_expired.add(rows.len() as u64);

@@ -114,7 +114,7 @@ pub enum Pool {
 
 /// Which table a piece of claimable work lives in. Trials are their own table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Work {
+pub enum WorkKind {
     Job,
     Trial,
 }
@@ -223,10 +223,10 @@ impl Db {
         self.delivery_cap
     }
 
-    pub fn counters(&self, work: Work) -> &WorkCounters {
+    pub fn counters(&self, work: WorkKind) -> &WorkCounters {
         match work {
-            Work::Job => &self.metrics.jobs,
-            Work::Trial => &self.metrics.trials,
+            WorkKind::Job => &self.metrics.jobs,
+            WorkKind::Trial => &self.metrics.trials,
         }
     }
 

@@ -2,7 +2,7 @@
 //! finding them by credential. One function per statement or transaction.
 
 use super::idempotency::{Remember, remember};
-use super::{BeginWrite as _, Db, DbError, Work, on_pool, on_reader};
+use super::{BeginWrite as _, Db, DbError, WorkKind, on_pool, on_reader};
 use crate::server::clock::Millis;
 
 /// A runner key found by its digest.
@@ -193,12 +193,12 @@ impl Db {
 
     /// Counts of rows per state, for the metrics gauges: the counters the state
     /// triggers keep (migration 0002), so this never reads the jobs themselves.
-    pub async fn count_by_state(&self, work: Work) -> Result<Vec<(String, i64)>, DbError> {
+    pub async fn count_by_state(&self, work: WorkKind) -> Result<Vec<(String, i64)>, DbError> {
         const SQL: &str = "SELECT state, CAST(SUM(n) AS BIGINT) AS n FROM state_counts \
              WHERE kind = $1 GROUP BY state";
         let kind = match work {
-            Work::Job => "job",
-            Work::Trial => "trial",
+            WorkKind::Job => "job",
+            WorkKind::Trial => "trial",
         };
         Ok(on_reader!(self, pool => sqlx::query_as(SQL).bind(kind).fetch_all(pool).await)?)
     }

@@ -4,7 +4,6 @@
 
 use sqlx::FromRow;
 
-use super::claim::{ClaimSql, pg_pick, sqlite_pick};
 use super::jobs::ResultOutcome;
 use super::lease::{Fence, fenced};
 use super::{Db, DbError, on_pool, on_reader};
@@ -23,17 +22,6 @@ pub struct NewTrial<'a> {
 }
 
 #[derive(Debug, Clone, FromRow)]
-pub struct ClaimedTrial {
-    pub id: i64,
-    pub lease_expires_ms: i64,
-    pub language: String,
-    pub files: String,
-    pub package_sha256: String,
-    pub package_size: i64,
-    pub time_limit: Option<f64>,
-}
-
-#[derive(Debug, Clone, FromRow)]
 pub struct TrialRow {
     pub id: i64,
     pub token_id: Option<i64>,
@@ -41,40 +29,6 @@ pub struct TrialRow {
     pub timings: Option<String>,
     pub failure_reason: Option<String>,
 }
-
-/// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry.
-macro_rules! claim_trial_update {
-    () => {
-        "UPDATE trials SET state = 'Running', runner_id = $1, lease_token = $2, \
-         lease_seconds = $3, lease_expires_ms = $4, deliveries = deliveries + 1, \
-         acknowledged_ms = NULL, progress_done = NULL, progress_total = NULL "
-    };
-}
-macro_rules! claim_trial_returning {
-    () => {
-        " RETURNING id, lease_expires_ms, language, files, package_sha256, package_size, time_limit"
-    };
-}
-
-/// The oldest Queued trial in one of the Runner's languages (`$5`), by the same
-/// lookup as the job claim ([`super::claim`]); filter (3) share-locks the runner
-/// row on PostgreSQL as the job claim does. Trials never wait for a sibling.
-pub(crate) const CLAIM: ClaimSql = ClaimSql {
-    sqlite: concat!(
-        claim_trial_update!(),
-        "WHERE id = (",
-        sqlite_pick!("trials", "", "$5"),
-        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL)",
-        claim_trial_returning!()
-    ),
-    postgres: concat!(
-        claim_trial_update!(),
-        "WHERE id = (",
-        pg_pick!("trials", "", "", "$5"),
-        ") AND EXISTS (SELECT 1 FROM runners WHERE id = $1 AND revoked_ms IS NULL FOR SHARE)",
-        claim_trial_returning!()
-    ),
-};
 
 const COMPLETE: &str = fenced!(
     "trials",

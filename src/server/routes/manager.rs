@@ -18,7 +18,7 @@ use crate::server::auth::{
 use crate::server::db::idempotency::KeyedRoute;
 use crate::server::db::lease::Sweep;
 use crate::server::db::records::NewVersion;
-use crate::server::db::{DbError, Work};
+use crate::server::db::{DbError, WorkKind};
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::server::idempotency::{self, Keyed};
@@ -96,11 +96,11 @@ pub async fn revoke_runner(
     }
     let jobs = state
         .db
-        .requeue(Work::Job, Sweep::OfRunner(runner_id))
+        .requeue(WorkKind::Job, Sweep::OfRunner(runner_id))
         .await?;
     let trials = state
         .db
-        .requeue(Work::Trial, Sweep::OfRunner(runner_id))
+        .requeue(WorkKind::Trial, Sweep::OfRunner(runner_id))
         .await?;
     crate::server::reaper::after_requeue(&state, &jobs, &trials).await;
     Ok(Json(RunnerRevoked {

@@ -17,7 +17,7 @@ use crate::protocol::{
     FailureBody, LeaseRenewal, ProgressBody, ReleaseBody, ResultBody, TrialResultBody,
 };
 use crate::server::auth::RunnerAuth;
-use crate::server::db::Work;
+use crate::server::db::WorkKind;
 use crate::server::extract::{ApiJson, ApiJsonWithBytes, ApiPath};
 use crate::server::state::AppState;
 
@@ -58,7 +58,7 @@ lease_handler!(
     "/api/jobs/{id}/lease",
     "runner",
     "Renews the lease by `seconds`, else by the job's `lease_seconds`.",
-    Work::Job,
+    WorkKind::Job,
     LeaseRenewal,
     LeaseRenewed,
     runner::renew
@@ -68,7 +68,7 @@ lease_handler!(
     "/api/trials/{id}/lease",
     "runner",
     "Renews a trial's lease by `seconds`, else by its `lease_seconds`.",
-    Work::Trial,
+    WorkKind::Trial,
     LeaseRenewal,
     LeaseRenewed,
     runner::renew
@@ -78,7 +78,7 @@ lease_handler!(
     "/api/jobs/{id}/progress",
     "runner",
     "Stores progress and renews the lease by `lease_seconds`.",
-    Work::Job,
+    WorkKind::Job,
     ProgressBody,
     LeaseRenewed,
     runner::progress
@@ -88,7 +88,7 @@ lease_handler!(
     "/api/trials/{id}/progress",
     "runner",
     "Stores a trial's progress and renews its lease.",
-    Work::Trial,
+    WorkKind::Trial,
     ProgressBody,
     LeaseRenewed,
     runner::progress
@@ -98,7 +98,7 @@ lease_handler!(
     "/api/jobs/{id}/release",
     "runner",
     "Gives the job back to the queue (the Runner is stopping).",
-    Work::Job,
+    WorkKind::Job,
     ReleaseBody,
     StateAnswer,
     runner::release
@@ -108,7 +108,7 @@ lease_handler!(
     "/api/trials/{id}/release",
     "runner",
     "Gives the trial back to the queue (the Runner is stopping).",
-    Work::Trial,
+    WorkKind::Trial,
     ReleaseBody,
     StateAnswer,
     runner::release
@@ -118,7 +118,7 @@ lease_handler!(
     "/api/jobs/{id}/failure",
     "runner",
     "An infrastructure failure: Queued again if retryable and under the delivery cap, else Failed with `failure_reason`.",
-    Work::Job,
+    WorkKind::Job,
     FailureBody,
     StateAnswer,
     runner::failure
@@ -128,7 +128,7 @@ lease_handler!(
     "/api/trials/{id}/failure",
     "runner",
     "An infrastructure failure of a trial.",
-    Work::Trial,
+    WorkKind::Trial,
     FailureBody,
     StateAnswer,
     runner::failure

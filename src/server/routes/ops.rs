@@ -7,12 +7,12 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use crate::protocol::{Health, JobState};
-use crate::server::db::{DbError, Work, parse_state};
+use crate::server::db::{DbError, WorkKind, parse_state};
 use crate::server::error::ApiError;
 use crate::server::routes::openapi::ServerErrors;
 use crate::server::state::AppState;
 
-async fn states(state: &AppState, work: Work) -> Result<Vec<(JobState, i64)>, DbError> {
+async fn states(state: &AppState, work: WorkKind) -> Result<Vec<(JobState, i64)>, DbError> {
     state
         .db
         .count_by_state(work)
@@ -29,8 +29,8 @@ async fn states(state: &AppState, work: Work) -> Result<Vec<(JobState, i64)>, Db
     responses((status = 200, description = "Prometheus text", content_type = "text/plain", body = String), ServerErrors)
 )]
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let jobs = states(&state, Work::Job).await?;
-    let trials = states(&state, Work::Trial).await?;
+    let jobs = states(&state, WorkKind::Job).await?;
+    let trials = states(&state, WorkKind::Trial).await?;
     let mut text = state.metrics.render(&jobs, &trials);
     text.push_str(
         &state

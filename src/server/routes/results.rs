@@ -6,7 +6,7 @@ use axum::Json;
 
 use crate::protocol::{JobState, ResultBody, StateAnswer, TrialResultBody};
 use crate::server::auth::RunnerAuth;
-use crate::server::db::Work;
+use crate::server::db::WorkKind;
 use crate::server::db::jobs::{NewResult, ResultOutcome};
 use crate::server::db::lease::Fence;
 use crate::server::error::ApiError;
@@ -73,7 +73,7 @@ pub async fn job_result(
         runner_version: body.runner_version.as_deref(),
     };
     let fence = Fence {
-        work: Work::Job,
+        work: WorkKind::Job,
         id: job_id,
         lease_token: &body.lease_token,
         runner_id: runner.runner_id,
@@ -104,7 +104,7 @@ pub async fn trial_result(
     let timings = serde_json::to_string(&body.timings)
         .map_err(|e| ApiError::invalid(format!("timings do not serialise: {e}")))?;
     let fence = Fence {
-        work: Work::Trial,
+        work: WorkKind::Trial,
         id: trial_id,
         lease_token: &body.lease_token,
         runner_id: runner.runner_id,

@@ -16,11 +16,9 @@ use crate::protocol::{
 };
 use crate::server::auth::{PackageAuth, RunnerAuth, new_lease_token};
 use crate::server::clock::{after_seconds, to_datetime};
-use crate::server::db::Work;
-use crate::server::db::claim::Claimed;
-use crate::server::db::jobs::{ClaimedJob, NewLease};
+use crate::server::db::WorkKind;
+use crate::server::db::claim::{Claimed, ClaimedJob, ClaimedTrial, NewLease};
 use crate::server::db::lease::Fence;
-use crate::server::db::trials::ClaimedTrial;
 use crate::server::error::ApiError;
 use crate::server::extract::{ApiJson, ApiPath};
 use crate::server::routes::openapi::{AUTHED, BODY, Binary, LEASE, MISSING, SERVER, errors};
@@ -279,7 +277,7 @@ pub async fn package(
 
 /// The lease a call presents; `attempt` counts for jobs only (trials have none).
 fn fence<'a>(
-    work: Work,
+    work: WorkKind,
     id: i64,
     token: &'a str,
     attempt: Option<i64>,
@@ -290,7 +288,7 @@ fn fence<'a>(
         id,
         lease_token: token,
         runner_id: runner.runner_id,
-        attempt: attempt.filter(|_| work == Work::Job),
+        attempt: attempt.filter(|_| work == WorkKind::Job),
     }
 }
 
@@ -300,7 +298,7 @@ fn to_i64(n: u64, what: &str) -> Result<i64, ApiError> {
 
 pub async fn renew(
     state: &AppState,
-    work: Work,
+    work: WorkKind,
     runner: RunnerAuth,
     id: i64,
     body: LeaseRenewal,
@@ -322,7 +320,7 @@ pub async fn renew(
 
 pub async fn progress(
     state: &AppState,
-    work: Work,
+    work: WorkKind,
     runner: RunnerAuth,
     id: i64,
     body: ProgressBody,
@@ -340,7 +338,7 @@ pub async fn progress(
 
 pub async fn release(
     state: &AppState,
-    work: Work,
+    work: WorkKind,
     runner: RunnerAuth,
     id: i64,
     body: ReleaseBody,
@@ -353,7 +351,7 @@ pub async fn release(
 
 pub async fn failure(
     state: &AppState,
-    work: Work,
+    work: WorkKind,
     runner: RunnerAuth,
     id: i64,
     body: FailureBody,
@@ -377,13 +375,13 @@ pub async fn failure(
 /// goes).
 async fn after_lease_end(
     state: &AppState,
-    work: Work,
+    work: WorkKind,
     id: i64,
     new_state: crate::protocol::JobState,
 ) -> Result<(), ApiError> {
     match (new_state, work) {
         (crate::protocol::JobState::Queued, _) => state.notify_queue(),
-        (crate::protocol::JobState::Failed, Work::Trial) => {
+        (crate::protocol::JobState::Failed, WorkKind::Trial) => {
             if let Some(file) = state.db.trial_package_file(id).await? {
                 Storage::remove(&state.storage.trial_package_path(&file)).await;
             }
@@ -433,7 +431,7 @@ pub async fn put_file(
     state
         .db
         .attach_job_file(
-            fence(Work::Job, job_id, &token, None, runner),
+            fence(WorkKind::Job, job_id, &token, None, runner),
             state.now_ms(),
             &name,
             to_i64(size, "size")?,

@@ -116,7 +116,13 @@ pub(crate) fn geteuid() -> u32 {
 ///
 /// # Why clone and not a re-exec
 /// See the module docs of `spawn.rs`: the child runs only child-safe code.
-pub(crate) fn clone_child(
+///
+/// # Safety
+/// `child` runs in a copy of this possibly multi-threaded process with one
+/// thread: it makes only async-signal-safe calls (the `c_*` wrappers: no
+/// allocation, no locks, no panics), since a lock another thread held at the
+/// clone stays held for ever in the copy.
+pub(crate) unsafe fn clone_child(
     child: &mut dyn FnMut() -> isize,
     stack: &mut [u8],
     flags: libc::c_int,
