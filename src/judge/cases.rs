@@ -8,50 +8,16 @@ use std::path::PathBuf;
 use crate::package::{Problem, TestCase, TestGroup};
 
 use super::Options;
-use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, Slot, Stream, WorkDir};
+use super::boxed::{BoxLimits, BoxReport, BoxRun, Slot, Stream, WorkDir};
 use super::capture::{self, Captured};
 use super::compile::Program;
 use super::default_validator;
-use super::engine::{CaseRun, CaseRunner};
+use super::engine::CaseRun;
 use super::error::JudgeError;
-use super::interactive;
 use super::validator::{self, BuiltValidator, ValidatorBox};
-use super::verdict::Verdict;
+use super::verdict::{Verdict, status_verdict};
 
 const MIB: u64 = 1 << 20;
-
-/// The verdict a sandbox status stands for, when it decides alone.
-pub(crate) fn status_verdict(status: BoxStatus) -> Option<Verdict> {
-    match status {
-        BoxStatus::TimeLimit | BoxStatus::WallTimeLimit => Some(Verdict::TimeLimitExceeded),
-        BoxStatus::MemoryLimit => Some(Verdict::MemoryLimitExceeded),
-        BoxStatus::OutputLimit => Some(Verdict::OutputLimitExceeded),
-        BoxStatus::Signaled | BoxStatus::NonzeroExit => Some(Verdict::RunTimeError),
-        BoxStatus::Ok => None,
-    }
-}
-
-pub(crate) fn case_run(
-    report: &BoxReport,
-    stderr: &Captured,
-    verdict: Verdict,
-    custom_score: Option<f64>,
-    judge_message: String,
-) -> CaseRun {
-    CaseRun {
-        stderr: stderr.text(),
-        stderr_bytes: stderr.total,
-        verdict,
-        custom_score,
-        cpu_seconds: report.cpu_seconds,
-        wall_seconds: report.wall_seconds,
-        memory_bytes: report.memory_bytes,
-        exit_code: report.exit_code,
-        signal: report.signal,
-        status: report.status.as_str().to_string(),
-        judge_message,
-    }
-}
 
 /// Everything a test run needs, for the whole judging.
 pub(crate) struct SandboxCases<'a> {
@@ -111,7 +77,9 @@ impl<'a> SandboxCases<'a> {
         }
     }
 
-    fn run_plain(&self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
+    /// Runs a test of a problem that is not interactive: the submission, then
+    /// the output validator on what it wrote.
+    pub fn run_plain(&self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
         let box_dir = self.work.fresh("box")?;
         let output = self.work.path().join("output");
         // stderr through a pipe: kept to 64 KiB, never an output limit.
@@ -126,7 +94,7 @@ impl<'a> SandboxCases<'a> {
         let report = self.slot.run("running the submission", run)?;
         let stderr = capture.finish()?;
         if let Some(verdict) = status_verdict(report.status) {
-            return Ok(case_run(&report, &stderr, verdict, None, String::new()));
+            return Ok(CaseRun::new(&report, &stderr, verdict, None, String::new()));
         }
         match self.validator {
             None => self.default_validate(case, group, &report, &stderr, output),
@@ -147,7 +115,7 @@ impl<'a> SandboxCases<'a> {
                 })?;
                 let vreport = self.slot.run("running the output validator", run)?;
                 let said = validator::interpret(&vreport, &vbox, self.problem.kind, &case.name)?;
-                Ok(case_run(
+                Ok(CaseRun::new(
                     &report,
                     &stderr,
                     said.verdict,
@@ -192,23 +160,6 @@ impl<'a> SandboxCases<'a> {
         } else {
             Verdict::WrongAnswer
         };
-        Ok(case_run(report, stderr, verdict, None, judged.message))
-    }
-}
-
-impl CaseRunner for SandboxCases<'_> {
-    fn run_case(&mut self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
-        if self.problem.interactive {
-            let validator = self.validator.ok_or_else(|| {
-                JudgeError::package("an interactive problem needs an output validator")
-            })?;
-            interactive::run(self, validator, case, group)
-        } else {
-            self.run_plain(case, group)
-        }
-    }
-
-    fn cancelled(&self) -> bool {
-        self.slot.cancelled()
+        Ok(CaseRun::new(report, stderr, verdict, None, judged.message))
     }
 }

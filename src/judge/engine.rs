@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use crate::package::{OnReject, TestCase, TestGroup, TestItem};
 
 use super::Progress;
+use super::boxed::BoxReport;
+use super::capture::Captured;
 use super::details::{TestDetail, cut_message};
 use super::error::JudgeError;
 use super::grading::{self, Graded};
@@ -33,6 +35,32 @@ pub(crate) struct CaseRun {
     pub stderr: String,
     /// How many bytes it wrote to stderr in all.
     pub stderr_bytes: u64,
+}
+
+impl CaseRun {
+    /// A test's run from the submission's sandbox report and captured stderr,
+    /// with what decided it.
+    pub(crate) fn new(
+        report: &BoxReport,
+        stderr: &Captured,
+        verdict: Verdict,
+        custom_score: Option<f64>,
+        judge_message: String,
+    ) -> Self {
+        CaseRun {
+            stderr: stderr.text(),
+            stderr_bytes: stderr.total,
+            verdict,
+            custom_score,
+            cpu_seconds: report.cpu_seconds,
+            wall_seconds: report.wall_seconds,
+            memory_bytes: report.memory_bytes,
+            exit_code: report.exit_code,
+            signal: report.signal,
+            status: report.status.as_str().to_string(),
+            judge_message,
+        }
+    }
 }
 
 /// Runs the submission on one test (sandbox, validator). Implemented by the

@@ -12,11 +12,11 @@ use crate::package::{TestCase, TestGroup};
 
 use super::boxed::{BoxReport, BoxStatus, Stream};
 use super::capture;
-use super::cases::{SandboxCases, case_run, status_verdict};
+use super::cases::SandboxCases;
 use super::engine::CaseRun;
 use super::error::JudgeError;
 use super::validator::{self, BuiltValidator, RunSpec, ValidatorBox, ValidatorVerdict};
-use super::verdict::Verdict;
+use super::verdict::{Verdict, status_verdict};
 
 /// interactive.cc asks for 1 MiB pipes (the unprivileged maximum).
 const PIPE_SIZE: i32 = 1 << 20;
@@ -211,7 +211,7 @@ pub(crate) fn run(
     let validator_first = val_end < sub_end;
     let said = validator::interpret(&val_report, &vbox, cases.problem.kind, &case.name);
     let (verdict, score, message) = decide(said, &val_report, &sub_report, validator_first)?;
-    Ok(case_run(&sub_report, &stderr, verdict, score, message))
+    Ok(CaseRun::new(&sub_report, &stderr, verdict, score, message))
 }
 
 type Timed = Result<(BoxReport, Instant), JudgeError>;

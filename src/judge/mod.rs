@@ -299,14 +299,14 @@ impl Judge {
                 });
             }
         };
-        let mut runner = cases::SandboxCases::new(
+        let mut runner = TestRunner(cases::SandboxCases::new(
             &slot,
             &work,
             problem,
             options,
             &program,
             validator.as_deref(),
-        );
+        ));
         let mode = engine::WalkMode {
             pass_fail: problem.kind == ProblemKind::PassFail,
             run_all: options.run_all,
@@ -326,5 +326,30 @@ impl Judge {
             details: walked.details,
             compile_log: program.log.clone(),
         })
+    }
+}
+
+/// Runs each test as the problem's type asks: the submission alone and then
+/// the output validator, or the two talking to each other (interactive).
+struct TestRunner<'a>(cases::SandboxCases<'a>);
+
+impl engine::CaseRunner for TestRunner<'_> {
+    fn run_case(
+        &mut self,
+        case: &crate::package::TestCase,
+        group: &crate::package::TestGroup,
+    ) -> Result<engine::CaseRun, JudgeError> {
+        let cases = &self.0;
+        if !cases.problem.interactive {
+            return cases.run_plain(case, group);
+        }
+        let validator = cases.validator.ok_or_else(|| {
+            JudgeError::package("an interactive problem needs an output validator")
+        })?;
+        interactive::run(cases, validator, case, group)
+    }
+
+    fn cancelled(&self) -> bool {
+        self.0.slot.cancelled()
     }
 }
