@@ -10,7 +10,7 @@ use crate::package::{OnReject, TestCase, TestGroup, TestItem};
 use super::Progress;
 use super::boxed::BoxReport;
 use super::capture::Captured;
-use super::details::{TestDetail, cut_message};
+use super::details::{PassDetail, TestDetail, cut_message};
 use super::error::JudgeError;
 use super::grading::{self, Graded};
 use super::verdict::Verdict;
@@ -35,6 +35,9 @@ pub(crate) struct CaseRun {
     pub stderr: String,
     /// How many bytes it wrote to stderr in all.
     pub stderr_bytes: u64,
+    /// The passes of a multi-pass test (the fields above are its last pass's);
+    /// empty otherwise.
+    pub passes: Vec<PassDetail>,
 }
 
 impl CaseRun {
@@ -59,6 +62,7 @@ impl CaseRun {
             signal: report.signal,
             status: report.status.as_str().to_string(),
             judge_message,
+            passes: Vec::new(),
         }
     }
 }
@@ -191,6 +195,14 @@ impl<'a> Walk<'a> {
             reused,
             stderr: run.stderr,
             stderr_bytes: run.stderr_bytes,
+            passes: run
+                .passes
+                .into_iter()
+                .map(|p| PassDetail {
+                    message: cut_message(p.message, MESSAGE_MAX),
+                    ..p
+                })
+                .collect(),
         };
         self.details.push(detail.clone());
         (self.progress)(Progress {

@@ -17,6 +17,7 @@ pub mod grading;
 mod interactive;
 mod java;
 pub mod language;
+mod passes;
 mod validator;
 mod verdict;
 
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use crate::package::{Problem, ProblemKind};
 
 pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError};
-pub use details::{TestDetail, TestTiming};
+pub use details::{PassDetail, TestDetail, TestTiming};
 pub use error::{JudgeError, reason};
 pub use language::{Language, LanguageConfigError, LanguageTable, Toolchain};
 pub use validator::ValidatorCache;
@@ -280,7 +281,7 @@ impl Judge {
             ProblemKind::PassFail => 1.0,
             ProblemKind::Scoring => grading::max_score(&problem.data),
         };
-        let validator =
+        let validators =
             self.config
                 .validators
                 .prepare(problem, &self.config.languages, &slot, |id| {
@@ -305,7 +306,7 @@ impl Judge {
             problem,
             options,
             &program,
-            validator.as_deref(),
+            &validators,
         ));
         let mode = engine::WalkMode {
             pass_fail: problem.kind == ProblemKind::PassFail,
@@ -330,7 +331,8 @@ impl Judge {
 }
 
 /// Runs each test as the problem's type asks: the submission alone and then
-/// the output validator, or the two talking to each other (interactive).
+/// the output validator, or the two talking to each other (interactive); in
+/// one pass, or in as many as the validator asks for (multi-pass).
 struct TestRunner<'a>(cases::SandboxCases<'a>);
 
 impl engine::CaseRunner for TestRunner<'_> {
@@ -340,13 +342,22 @@ impl engine::CaseRunner for TestRunner<'_> {
         group: &crate::package::TestGroup,
     ) -> Result<engine::CaseRun, JudgeError> {
         let cases = &self.0;
-        if !cases.problem.interactive {
-            return cases.run_plain(case, group);
+        let vboxes = cases.validator_boxes()?;
+        let mut one_pass = |pass: &cases::Pass<'_>| {
+            if cases.problem.interactive {
+                interactive::run(cases, case, group, pass)
+            } else {
+                cases.run_plain(case, group, pass)
+            }
+        };
+        if cases.problem.multi_pass {
+            return passes::run(cases, case, &vboxes, &mut one_pass);
         }
-        let validator = cases.validator.ok_or_else(|| {
-            JudgeError::package("an interactive problem needs an output validator")
-        })?;
-        interactive::run(cases, validator, case, group)
+        let only = cases::Pass {
+            input: None,
+            vboxes: &vboxes,
+        };
+        one_pass(&only).map(|pass| pass.run)
     }
 
     fn cancelled(&self) -> bool {
