@@ -44,6 +44,9 @@ def main():
             first = guess
         if guess == secret:
             print("correct", flush=True)
+            # The game is over: anything more the submission says is wrong.
+            if sys.stdin.read().strip():
+                verdict(43, "game %d: output after \"correct\"" % game)
             if game == 1:
                 top = 40 * guesses
                 with open(os.path.join(feedback_dir, "nextpass.in"), "w") as f:
