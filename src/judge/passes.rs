@@ -54,7 +54,20 @@ pub(crate) fn run(
         let PassRun {
             mut run,
             validator_exit,
-        } = one_pass(&pass)?;
+        } = match one_pass(&pass) {
+            Ok(ran) => ran,
+            // A validator that failed (exit 0 included) and asked for more.
+            Err(JudgeError::Validator { test, message }) if nextpass.symlink_metadata().is_ok() => {
+                return Err(JudgeError::Validator {
+                    test,
+                    message: format!(
+                        "pass {number}: {message}; it also wrote {NEXTPASS} \
+                         (only exit code 42 may ask for another pass)"
+                    ),
+                });
+            }
+            Err(e) => return Err(e),
+        };
         passes.push(PassDetail {
             pass: number,
             status: run.status.clone(),
