@@ -564,6 +564,14 @@ const EQUIVALENT: &[(Tool, &str, &str, &str)] = &[
 /// which one follows the spec.
 const KNOWN_VERDICTS: &[(Tool, &str, &str, &str, &str, &str)] = &[
     (
+        Tool::Problemtools,
+        "include_2023",
+        "accepted/own_grader",
+        "AC",
+        "WA",
+        OWN_FILE_WINS,
+    ),
+    (
         Tool::Bapctools,
         "hexfloat",
         "accepted/exact.py",
@@ -596,6 +604,10 @@ const KNOWN_VERDICTS: &[(Tool, &str, &str, &str, &str, &str)] = &[
         NO_INCLUDES,
     ),
 ];
+
+const OWN_FILE_WINS: &str = "a submission bringing its own file of an include file's name \
+     (`grader.cpp`): the 2025-09 spec and problemtools overwrite it with the package's; the \
+     contract (§2) says never to, and we follow the contract";
 
 const HEX_ANSWERS: &str = "a legacy package whose answers are C99 hexadecimal floats: the legacy \
      format accepts any float formatting and problemtools reads them, as we do; `bt upgrade` \
