@@ -838,10 +838,14 @@ fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
     let upgrade = Command::new(bt.join("bin/bt"))
         .arg("upgrade")
         .current_dir(&copy)
+        .env("TMPDIR", tmp)
         .output()
         .unwrap();
     let mut cmd = Command::new(bt.join("bin/bt"));
-    cmd.args(["run", "--no-bar"]).current_dir(&copy);
+    // Its build directory (`bapctools_*`) goes into the test's, removed after.
+    cmd.args(["run", "--no-bar"])
+        .current_dir(&copy)
+        .env("TMPDIR", tmp);
     if let Some(tl) = time_limit(pkg) {
         cmd.args(["--time-limit", &tl]);
     }
