@@ -22,6 +22,13 @@ async fn every_example_submission_gets_its_folder_verdict() {
     let problems = judge_runner::demo::load(&examples_dir()).unwrap();
     assert!(problems.len() >= 5, "bundled example problems missing");
     let mut submitted = Vec::new();
+    // Their details list every pass of a test (contract §7).
+    let multi_pass: Vec<&str> = problems
+        .iter()
+        .filter(|p| p.problem.multi_pass)
+        .map(|p| p.name.as_str())
+        .collect();
+    assert!(multi_pass.len() >= 2, "multi-pass examples missing");
     for problem in &problems {
         let (problem_id, _) = upload(&manager, &problem.dir).await;
         for case in &problem.cases {
@@ -105,6 +112,16 @@ async fn every_example_submission_gets_its_folder_verdict() {
                     "{}: details lack {key}",
                     case.label
                 );
+            }
+            let passes = tests[0]["passes"].as_array();
+            if multi_pass.contains(&case.problem.as_str()) {
+                assert!(
+                    passes.is_some_and(|p| !p.is_empty()),
+                    "{}: no passes in details",
+                    case.label
+                );
+            } else {
+                assert!(passes.is_none(), "{}: passes in details", case.label);
             }
         }
         assert_eq!(

@@ -106,3 +106,13 @@ fn guess_interactive() {
 fn groups_scoring() {
     judge_examples("groups", 9);
 }
+
+#[test]
+fn guesstwice_multi_pass() {
+    judge_examples("guesstwice", 7);
+}
+
+#[test]
+fn rematch_interactive_multi_pass() {
+    judge_examples("rematch", 7);
+}

@@ -577,3 +577,151 @@ fn symlink_stubs_in_a_loop_are_refused() {
     let text = invalid_naming(package::parse(&root).unwrap_err(), "02.in");
     assert!(text.contains("loop"), "{text}");
 }
+
+#[test]
+fn multi_pass_alone_and_interactive_with_validation_passes() {
+    let validator = [("output_validator/validate.py", "print()")];
+    let p = parse_with(
+        "problem_format_version: 2023-07-draft\ntype: multi-pass\n",
+        &validator,
+    )
+    .unwrap();
+    assert!(p.multi_pass && !p.interactive);
+    assert_eq!(p.kind, ProblemKind::PassFail);
+    assert_eq!(p.limits.validation_passes, 2, "the format's default");
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+    let p = parse_with(
+        "problem_format_version: 2023-07-draft\ntype: [scoring, interactive, multi-pass]\n\
+         limits: {validation_passes: 5}\n",
+        &validator,
+    )
+    .unwrap();
+    assert!(p.multi_pass && p.interactive);
+    assert_eq!(p.kind, ProblemKind::Scoring);
+    assert_eq!(p.limits.validation_passes, 5);
+
+    // Read for multi-pass problems only (a warning elsewhere, never a limit).
+    let p = parse_with(
+        "problem_format_version: 2023-07-draft\nlimits: {validation_passes: 5}\n",
+        &[],
+    )
+    .unwrap();
+    assert!(!p.multi_pass);
+    assert_eq!(p.limits.validation_passes, 2);
+    assert!(
+        p.warnings.iter().any(|w| w.contains("validation_passes")),
+        "{:?}",
+        p.warnings
+    );
+
+    for passes in ["1", "0", "2.5", "-3", "many"] {
+        let err = parse_with(
+            &format!(
+                "problem_format_version: 2023-07-draft\ntype: multi-pass\n\
+                 limits: {{validation_passes: {passes}}}\n"
+            ),
+            &validator,
+        )
+        .unwrap_err();
+        assert!(
+            invalid_naming(err, "problem.yaml").contains("validation_passes"),
+            "{passes}"
+        );
+    }
+    // The default validator cannot ask for another pass; submit-answer stays
+    // refused.
+    let err = parse_with(
+        "problem_format_version: 2023-07-draft\ntype: multi-pass\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(invalid_naming(err, "problem.yaml").contains("multi-pass"));
+    let err = parse_with(
+        "problem_format_version: 2023-07-draft\ntype: submit-answer\n",
+        &validator,
+    )
+    .unwrap_err();
+    invalid_naming(err, "problem.yaml");
+}
+
+#[test]
+fn legacy_output_validators_one_program_per_entry_headers_ignored() {
+    // A single source file with its header beside it, directly in the folder
+    // (as a public interactive package keeps it): one program.
+    let p = parse_with(
+        "validation: custom interactive\n",
+        &[
+            (
+                "output_validators/validate.cpp",
+                "#include \"validate.h\"\n",
+            ),
+            ("output_validators/validate.h", "// shared\n"),
+            ("output_validators/README.md", "notes\n"),
+        ],
+    )
+    .unwrap();
+    let OutputValidator::Custom(v) = &p.validator else {
+        panic!("one program expected, got {:?}", p.validator)
+    };
+    assert_eq!(v.name, "validate");
+    assert!(v.path.ends_with("output_validators/validate.cpp"));
+    assert_eq!(v.companions.len(), 1);
+    assert!(v.companions[0].ends_with("validate.h"));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("validate.h") && w.contains("not a program")),
+        "{:?}",
+        p.warnings
+    );
+
+    // Several programs (a file and a directory), plus files that are none: each
+    // program runs, in name order.
+    let p = parse_with(
+        "validation: custom\n",
+        &[
+            ("output_validators/b_second.py", "print()"),
+            ("output_validators/a_first/check.cpp", "int main(){}"),
+            ("output_validators/notes.txt", "not a program"),
+            ("output_validators/common.h", "// header"),
+        ],
+    )
+    .unwrap();
+    let OutputValidator::Several(programs) = &p.validator else {
+        panic!("several programs expected, got {:?}", p.validator)
+    };
+    let names: Vec<&str> = programs.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["a_first", "b_second"]);
+    assert!(programs[0].companions.is_empty(), "a directory has its own");
+    assert_eq!(programs[1].companions.len(), 1);
+    assert_eq!(p.validator.custom_programs().len(), 2);
+    for file in ["notes.txt", "common.h"] {
+        assert!(
+            p.warnings.iter().any(|w| w.contains(file)),
+            "{file}: {:?}",
+            p.warnings
+        );
+    }
+
+    // Only non-programs: no validator, when one is asked for.
+    let err = parse_with(
+        "validation: custom\n",
+        &[("output_validators/validate.h", "// header")],
+    )
+    .unwrap_err();
+    invalid_naming(err, "problem.yaml");
+}
+
+#[test]
+fn several_validators_are_refused_where_only_one_can_run() {
+    let two = [
+        ("output_validators/one.py", "print()"),
+        ("output_validators/two.py", "print()"),
+    ];
+    let err = parse_with("validation: custom interactive\n", &two).unwrap_err();
+    let text = invalid_naming(err, "output_validators");
+    assert!(text.contains("one, two"), "{text}");
+    let err = parse_with("type: multi-pass\nvalidation: custom\n", &two).unwrap_err();
+    invalid_naming(err, "output_validators");
+}

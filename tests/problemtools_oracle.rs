@@ -504,8 +504,9 @@ fn default_validator_agrees_with_problemtools() {
     );
 }
 
-/// problemtools' short verdict for one of ours (`verifyproblem` has no memory or
-/// output limit verdicts: a program killed by either is RTE there).
+/// The short verdict of one of ours, as both reference tools write them
+/// (`verifyproblem` and `bt` have no memory or output limit verdicts: see
+/// [`EQUIVALENT`]).
 fn short(verdict: &str) -> &'static str {
     match verdict {
         "Accepted" => "AC",
@@ -519,13 +520,121 @@ fn short(verdict: &str) -> &'static str {
     }
 }
 
-/// Our verdict and problemtools' that are the same outcome told apart
-/// differently, with the reason (docs/judge.md).
-const EQUIVALENT: &[(&str, &str, &str)] = &[(
-    "MLE",
-    "RTE",
-    "problemtools has no Memory Limit Exceeded: a program killed at its memory limit is RTE there",
-)];
+/// A reference tool the example problems are compared with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Tool {
+    Problemtools,
+    Bapctools,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Problemtools => "problemtools",
+            Tool::Bapctools => "BAPCtools",
+        }
+    }
+}
+
+/// Our verdict and a tool's that are the same outcome told apart
+/// differently, with the reason (docs/judge.md, "Reference tools").
+const EQUIVALENT: &[(Tool, &str, &str, &str)] = &[
+    (
+        Tool::Problemtools,
+        "MLE",
+        "RTE",
+        "problemtools has no Memory Limit Exceeded: a program killed at its memory limit is RTE there",
+    ),
+    (
+        Tool::Bapctools,
+        "MLE",
+        "RTE",
+        "BAPCtools has no Memory Limit Exceeded: a program killed at its memory limit is RTE there",
+    ),
+    (
+        Tool::Bapctools,
+        "OLE",
+        "WA",
+        "BAPCtools enforces no output limit while judging: an output flood is judged by its content, Wrong Answer",
+    ),
+];
+
+/// Disagreements that are known and written down (docs/judge.md, "Reference
+/// tools"): the tool, the package, the submission, our verdict, theirs, and
+/// which one follows the spec.
+const KNOWN_VERDICTS: &[(Tool, &str, &str, &str, &str, &str)] = &[
+    (
+        Tool::Problemtools,
+        "include_2023",
+        "accepted/own_grader",
+        "AC",
+        "WA",
+        OWN_FILE_WINS,
+    ),
+    (
+        Tool::Bapctools,
+        "hexfloat",
+        "accepted/exact.py",
+        "AC",
+        "WA",
+        HEX_ANSWERS,
+    ),
+    (
+        Tool::Bapctools,
+        "include_2023",
+        "accepted/add.c",
+        "AC",
+        "CE",
+        NO_INCLUDES,
+    ),
+    (
+        Tool::Bapctools,
+        "include_2023",
+        "accepted/add.cpp",
+        "AC",
+        "CE",
+        NO_INCLUDES,
+    ),
+    (
+        Tool::Bapctools,
+        "include_2023",
+        "wrong_answer/add_int.cpp",
+        "WA",
+        "CE",
+        NO_INCLUDES,
+    ),
+];
+
+const OWN_FILE_WINS: &str = "a submission bringing its own file of an include file's name \
+     (`grader.cpp`): the 2025-09 spec and problemtools overwrite it with the package's; the \
+     contract (§2) says never to, and we follow the contract";
+
+const HEX_ANSWERS: &str = "a legacy package whose answers are C99 hexadecimal floats: the legacy \
+     format accepts any float formatting and problemtools reads them, as we do; `bt upgrade` \
+     makes it 2025-09, whose float grammar is decimal only, so BAPCtools compares the hex \
+     token as a string (right for 2025-09, not for the package's own format)";
+
+const NO_INCLUDES: &str = "BAPCtools does not copy 2023-07 `include/` files into a submission \
+     (the spec says they must be, and problemtools does): the submission lacks `task.h`, a \
+     Compilation Error there; we follow the spec";
+
+/// Packages a tool judges nothing of, and why (docs/judge.md, "Reference
+/// tools"): each is listed, and must still be refused, so the list stays true.
+const REFUSED: &[(Tool, &str, &str)] = &[
+    (Tool::Bapctools, "groups", NO_SCORING),
+    (Tool::Bapctools, "legacy_scoring", NO_SCORING),
+    (
+        Tool::Bapctools,
+        "guess_2023",
+        "BAPCtools takes `output_validator/` itself as the program and refuses the \
+         validator in a subdirectory of it (`output_validator/guess_validator/`), as the spec \
+         has it; we judge that layout as problemtools' own 2023-07 examples have it (contract §2)",
+    ),
+];
+
+const NO_SCORING: &str = "BAPCtools 2026.10.0 judges `pass-fail`, `interactive` and \
+     `multi-pass` problems only (`type: scoring` is 'unrecognized'); problemtools compares \
+     them";
 
 /// `verifyproblem -p submissions` lines → submission → verdict:
 /// `   accepted/a.c (C) OK: AC [...]`, `... OK with extra time: TLE [...]`,
@@ -563,8 +672,55 @@ fn parse_verifyproblem(text: &str) -> Vec<(String, String, Option<f64>)> {
     out
 }
 
-/// The package's time limit as `.timelimit` or `limits.time_limit` says (both
-/// tools are given it: problemtools does not read `.timelimit`).
+/// Removes terminal colour sequences (`ESC [ ... m`), which `bt` writes.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `bt run --no-bar` lines → submission → verdict:
+/// `accepted/add.c:      AC 0.004s @ secret/02`, and
+/// `Build submissions: compile_error/syntax.c   Failed` for a compile error.
+fn parse_bt_run(text: &str) -> Vec<(String, String)> {
+    const VERDICTS: &[&str] = &["AC", "WA", "TLE", "RTE", "VC", "CE"];
+    let mut out = Vec::new();
+    for line in strip_ansi(text).lines() {
+        if let Some(rest) = line.strip_prefix("Build submissions: ") {
+            let mut words = rest.split_whitespace();
+            if let (Some(name), Some("Failed")) = (words.next(), words.last()) {
+                out.push((name.trim_end_matches('/').to_string(), "CE".to_string()));
+            }
+            continue;
+        }
+        let Some((name, tail)) = line.split_once(": ") else {
+            continue;
+        };
+        let name = name.trim().trim_end_matches('/');
+        let verdict = tail.split_whitespace().next().unwrap_or("");
+        if name.contains('/') && !name.contains(' ') && VERDICTS.contains(&verdict) {
+            // A submission's result line can come twice (a line explaining an
+            // unexpected verdict, then the result): one entry, the last.
+            out.retain(|(n, _)| n != name);
+            out.push((name.to_string(), verdict.to_string()));
+        }
+    }
+    out
+}
+
+/// The package's time limit as `.timelimit` or `limits.time_limit` says (every
+/// tool is given it: problemtools does not read `.timelimit`).
 fn time_limit(pkg: &Path) -> Option<String> {
     if let Ok(t) = std::fs::read_to_string(pkg.join(".timelimit")) {
         return Some(t.trim().to_string());
@@ -575,74 +731,173 @@ fn time_limit(pkg: &Path) -> Option<String> {
         .map(|t| t.trim().to_string())
 }
 
-#[test]
-fn verifyproblem_and_verify_agree_on_the_example_problems() {
-    let Some(pt) = problemtools() else {
-        skipped("verifyproblem_and_verify_agree_on_the_example_problems");
-        return;
-    };
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/problems");
-    let mut problems: Vec<PathBuf> = std::fs::read_dir(&examples)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("problem.yaml").exists())
+/// Every problem of the project that has example submissions: the bundled
+/// examples and the test fixtures, as `(label, directory)`.
+fn packages() -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for (label, dir) in [
+        ("examples", root.join("examples/problems")),
+        ("fixtures", root.join("tests/fixtures/problems")),
+    ] {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("problem.yaml").exists() && p.join("submissions").is_dir())
+            .collect();
+        found.sort();
+        out.extend(found.into_iter().map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (format!("{label}/{name}"), p)
+        }));
+    }
+    out
+}
+
+/// One tool's oracle run at a time in this binary (and `verify` before
+/// them): side by side they would steal each other's CPU and make time-limit
+/// verdicts flaky on a small machine.
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `judge-runner verify --report` on every package, run once for both tools:
+/// package label → its report rows.
+fn verify_reports() -> &'static [(String, serde_json::Value)] {
+    static OURS: std::sync::OnceLock<Vec<(String, serde_json::Value)>> = std::sync::OnceLock::new();
+    OURS.get_or_init(|| {
+        let tmp = std::env::temp_dir().join(format!("judge-oracle-ours-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut out = Vec::new();
+        for (label, pkg) in packages() {
+            let report = tmp.join("report.json");
+            let parent = format!("judge-runner-test-{}-oracle", std::process::id());
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_judge-runner"));
+            cmd.arg("verify")
+                .arg(&pkg)
+                .args([
+                    "--cgroup-parent",
+                    &parent,
+                    "--first-box",
+                    "7000",
+                    "--slots",
+                    "1",
+                ])
+                .arg("--report")
+                .arg(&report);
+            if let Some(tl) = time_limit(&pkg) {
+                cmd.args(["--time-limit", &tl]);
+            }
+            let output = cmd.output().unwrap();
+            let _ = judge_runner::sandbox::remove_parent(&parent);
+            let rows: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&report).unwrap_or_else(|e| {
+                    panic!(
+                        "no report from judge-runner verify on {label} ({e}): {}",
+                        String::from_utf8_lossy(&output.stderr)
+                    )
+                }))
+                .unwrap();
+            std::fs::remove_file(&report).ok();
+            out.push((label, rows));
+        }
+        std::fs::remove_dir_all(&tmp).ok();
+        out
+    })
+}
+
+/// What one tool said about one package: submission, verdict, score if any.
+type Theirs = Vec<(String, String, Option<f64>)>;
+
+fn run_problemtools(pt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
+    // On the package itself: it writes nothing there.
+    let mut cmd = Command::new(pt.join("bin/verifyproblem"));
+    cmd.env("XDG_CONFIG_HOME", pt.join("config"))
+        .current_dir(tmp)
+        .args(["-p", "submissions"]);
+    if let Some(tl) = time_limit(pkg) {
+        cmd.args(["-t", &tl]);
+    }
+    let output = cmd.arg(pkg).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    (parse_verifyproblem(&text), text)
+}
+
+fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
+    // BAPCtools reads only the 2025-09 format and writes into the problem
+    // (`bt upgrade`, a uuid, its build files): a copy, upgraded first.
+    let name = pkg.file_name().unwrap();
+    let copy = tmp.join(name);
+    let _ = std::fs::remove_dir_all(&copy);
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(pkg)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success(), "copying {}", pkg.display());
+    let upgrade = Command::new(bt.join("bin/bt"))
+        .arg("upgrade")
+        .current_dir(&copy)
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap();
+    let mut cmd = Command::new(bt.join("bin/bt"));
+    // Its build directory (`bapctools_*`) goes into the test's, removed after.
+    cmd.args(["run", "--no-bar"])
+        .current_dir(&copy)
+        .env("TMPDIR", tmp);
+    if let Some(tl) = time_limit(pkg) {
+        cmd.args(["--time-limit", &tl]);
+    }
+    let output = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&upgrade.stderr).to_string()
+        + &String::from_utf8_lossy(&output.stdout)
+        + &String::from_utf8_lossy(&output.stderr);
+    let _ = std::fs::remove_dir_all(&copy);
+    let verdicts = parse_bt_run(&text)
+        .into_iter()
+        .map(|(sub, verdict)| (sub, verdict, None))
         .collect();
-    problems.sort();
-    assert!(problems.len() >= 5, "{problems:?}");
-    let tmp = std::env::temp_dir().join(format!("judge-oracle-vp-{}", std::process::id()));
+    (verdicts, text)
+}
+
+/// Judges every package with `tool` and compares with `verify`: every
+/// submission the tool judges gets the same verdict (and, from problemtools,
+/// the same score), or the difference is in [`EQUIVALENT`] or
+/// [`KNOWN_VERDICTS`].
+fn compare_with(tool: Tool, dir: &Path) {
+    let _heavy = HEAVY.lock().unwrap_or_else(|p| p.into_inner());
+    let ours = verify_reports();
+    let tmp = std::env::temp_dir().join(format!(
+        "judge-oracle-{}-{}",
+        tool.name(),
+        std::process::id()
+    ));
     std::fs::create_dir_all(&tmp).unwrap();
     let mut table = Vec::new();
     let mut differences = Vec::new();
-    for pkg in &problems {
-        let name = pkg.file_name().unwrap().to_string_lossy().to_string();
-        let tl = time_limit(pkg);
-        // problemtools, on a copy (it writes nothing there, but never risk the repo).
-        let mut theirs_cmd = Command::new(pt.join("bin/verifyproblem"));
-        theirs_cmd
-            .env("XDG_CONFIG_HOME", pt.join("config"))
-            .current_dir(&tmp)
-            .args(["-p", "submissions"]);
-        if let Some(tl) = &tl {
-            theirs_cmd.args(["-t", tl]);
+    let mut compared = 0;
+    for (label, pkg) in packages() {
+        let (theirs, text) = match tool {
+            Tool::Problemtools => run_problemtools(dir, &pkg, &tmp),
+            Tool::Bapctools => run_bapctools(dir, &pkg, &tmp),
+        };
+        let name = label.rsplit('/').next().unwrap_or(&label);
+        if let Some((_, _, why)) = REFUSED.iter().find(|(t, p, _)| *t == tool && *p == name) {
+            assert!(
+                theirs.is_empty(),
+                "{} judges {label} now: take it off REFUSED\n{text}",
+                tool.name()
+            );
+            table.push(format!("{label}: not judged by {} ({why})", tool.name()));
+            continue;
         }
-        let theirs_out = theirs_cmd.arg(pkg).output().unwrap();
-        let theirs_text = String::from_utf8_lossy(&theirs_out.stdout).to_string()
-            + &String::from_utf8_lossy(&theirs_out.stderr);
-        let theirs = parse_verifyproblem(&theirs_text);
         assert!(
             !theirs.is_empty(),
-            "no verdicts read from verifyproblem on {name}:\n{theirs_text}"
+            "no verdicts read from {} on {label}:\n{text}",
+            tool.name()
         );
-
-        let report = tmp.join(format!("{name}.json"));
-        let parent = format!("judge-runner-test-{}-oracle", std::process::id());
-        let mut ours_cmd = Command::new(env!("CARGO_BIN_EXE_judge-runner"));
-        ours_cmd
-            .arg("verify")
-            .arg(pkg)
-            .args([
-                "--cgroup-parent",
-                &parent,
-                "--first-box",
-                "7000",
-                "--slots",
-                "1",
-            ])
-            .arg("--report")
-            .arg(&report);
-        if let Some(tl) = &tl {
-            ours_cmd.args(["--time-limit", tl]);
-        }
-        let ours_out = ours_cmd.output().unwrap();
-        let _ = judge_runner::sandbox::remove_parent(&parent);
-        let rows: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&report).unwrap_or_else(|e| {
-                panic!(
-                    "no report from judge-runner verify on {name} ({e}): {}",
-                    String::from_utf8_lossy(&ours_out.stderr)
-                )
-            }))
-            .unwrap();
+        let rows = &ours.iter().find(|(l, _)| *l == label).unwrap().1;
         // 2023-07 samples score 0 here (contract §2); problemtools 1.20260907
         // adds their points (1 each) and then reports the total out of range.
         let format_2023 = std::fs::read_to_string(pkg.join("problem.yaml"))
@@ -656,6 +911,7 @@ fn verifyproblem_and_verify_agree_on_the_example_problems() {
             .count()
         }) as f64;
         for (sub, their, their_score) in &theirs {
+            compared += 1;
             let row = rows
                 .as_array()
                 .unwrap()
@@ -665,19 +921,35 @@ fn verifyproblem_and_verify_agree_on_the_example_problems() {
                 .and_then(|r| r["verdict"].as_str())
                 .map_or("-", short)
                 .to_string();
-            let equivalent = EQUIVALENT.iter().find(|(o, t, _)| *o == our && t == their);
+            let why = EQUIVALENT
+                .iter()
+                .find(|(t, o, th, _)| *t == tool && *o == our && th == their)
+                .map(|e| e.3)
+                .or_else(|| {
+                    KNOWN_VERDICTS
+                        .iter()
+                        .find(|(t, p, s, o, th, _)| {
+                            *t == tool && *p == name && s == sub && *o == our && th == their
+                        })
+                        .map(|k| k.5)
+                });
             table.push(format!(
-                "{name}/{sub}: ours {our} problemtools {their}{}",
-                equivalent.map_or(String::new(), |(_, _, why)| format!(" ({why})"))
+                "{label}/{sub}: ours {our} {} {their}{}",
+                tool.name(),
+                why.map_or(String::new(), |why| format!(" ({why})"))
             ));
-            if our != *their && equivalent.is_none() {
-                differences.push(format!("{name}/{sub}: ours {our}, problemtools {their}"));
+            if our != *their && why.is_none() {
+                differences.push(format!(
+                    "{label}/{sub}: ours {our}, {} {their}",
+                    tool.name()
+                ));
             }
             let our_score = row.and_then(|r| r["score"].as_f64());
             if let (Some(t), Some(o)) = (their_score, our_score) {
                 let sample_points = format_2023 && (t - o - samples).abs() < 1e-9;
                 table.push(format!(
-                    "  score: ours {o} problemtools {t}{}",
+                    "  score: ours {o} {} {t}{}",
+                    tool.name(),
                     if sample_points {
                         " (2023-07 samples score 0 here, problemtools adds them)"
                     } else {
@@ -685,16 +957,103 @@ fn verifyproblem_and_verify_agree_on_the_example_problems() {
                     }
                 ));
                 if (t - o).abs() > 1e-9 && !sample_points {
-                    differences.push(format!("{name}/{sub}: score ours {o}, problemtools {t}"));
+                    differences.push(format!(
+                        "{label}/{sub}: score ours {o}, {} {t}",
+                        tool.name()
+                    ));
                 }
             }
         }
     }
     std::fs::remove_dir_all(&tmp).ok();
-    eprintln!("{}", table.join("\n"));
+    eprintln!(
+        "{} submissions compared with {}:\n{}",
+        compared,
+        tool.name(),
+        table.join("\n")
+    );
     assert!(
         differences.is_empty(),
-        "verdicts that differ from problemtools':\n{}",
+        "verdicts that differ from {}'s:\n{}",
+        tool.name(),
         differences.join("\n")
+    );
+}
+
+#[test]
+fn verifyproblem_and_verify_agree_on_the_example_problems() {
+    let Some(pt) = problemtools() else {
+        skipped("verifyproblem_and_verify_agree_on_the_example_problems");
+        return;
+    };
+    assert!(packages().len() >= 10, "{:?}", packages());
+    compare_with(Tool::Problemtools, &pt);
+}
+
+/// The venv of `tests/bapctools/venv.sh` (`JUDGE_BAPCTOOLS`), or `None` (the
+/// test is skipped).
+fn bapctools() -> Option<PathBuf> {
+    let dir = std::env::var_os("JUDGE_BAPCTOOLS").filter(|d| !d.is_empty())?;
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.join("bin/bt").exists(),
+        "JUDGE_BAPCTOOLS={} holds no bin/bt (run tests/bapctools/venv.sh)",
+        dir.display()
+    );
+    Some(dir)
+}
+
+#[test]
+fn bapctools_and_verify_agree_on_the_example_problems() {
+    let Some(bt) = bapctools() else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED bapctools_and_verify_agree_on_the_example_problems: JUDGE_BAPCTOOLS is not set \
+             (run `export JUDGE_BAPCTOOLS=$(tests/bapctools/venv.sh)`; .ci/run does)"
+        );
+        return;
+    };
+    compare_with(Tool::Bapctools, &bt);
+}
+
+#[test]
+fn reference_tool_outputs_are_read() {
+    let pt = "   accepted/add.c (C) OK: AC [CPU: 0.01s @ test case secret/1]\n\
+              ERROR in submissions: wrong_answer/x.py (Python 3 (python3)) got AC [...]\n\
+              Compile error for compile_error/syntax.cpp (C++)\n\
+              partially_accepted/half.py (Python 3) OK: AC (41) [...]\n";
+    assert_eq!(
+        parse_verifyproblem(pt),
+        [
+            ("accepted/add.c".to_string(), "AC".to_string(), None),
+            ("wrong_answer/x.py".to_string(), "AC".to_string(), None),
+            (
+                "compile_error/syntax.cpp".to_string(),
+                "CE".to_string(),
+                None
+            ),
+            (
+                "partially_accepted/half.py".to_string(),
+                "AC".to_string(),
+                Some(41.0)
+            ),
+        ]
+    );
+    let bt = "Build submissions: compile_error/syntax.c          Failed\n\
+              accepted/add.c:                   \u{1b}[32mAC\u{1b}[0m 0.004s @ secret/02-big \n\
+              accepted/bisect.cpp: secret/05     Validator exited first with AC\n\
+              time_limit_exceeded/spin.py:     TLE 2.055s @ sample/1\n\
+              accepted/exact.py:   WA 0.049s @ sample/1  permitted: [AC]\n\
+              accepted/own_grader/:             AC 0.01s @ sample/1\n\
+              accepted/exact.py:   WA 0.049s @ sample/1\n";
+    assert_eq!(
+        parse_bt_run(bt),
+        [
+            ("compile_error/syntax.c".to_string(), "CE".to_string()),
+            ("accepted/add.c".to_string(), "AC".to_string()),
+            ("time_limit_exceeded/spin.py".to_string(), "TLE".to_string()),
+            ("accepted/own_grader".to_string(), "AC".to_string()),
+            ("accepted/exact.py".to_string(), "WA".to_string()),
+        ]
     );
 }

@@ -96,12 +96,20 @@ fn fetch(args: &PackageFetchArgs) -> ExitCode {
 /// The human summary `package check` prints.
 pub fn describe(problem: &Problem, time_limit: Option<f64>) -> String {
     let mut out = String::new();
-    let kind = match (problem.kind, problem.interactive) {
-        (ProblemKind::PassFail, false) => "pass-fail",
-        (ProblemKind::Scoring, false) => "scoring",
-        (ProblemKind::PassFail, true) => "pass-fail, interactive",
-        (ProblemKind::Scoring, true) => "scoring, interactive",
-    };
+    let mut kind = String::from(match problem.kind {
+        ProblemKind::PassFail => "pass-fail",
+        ProblemKind::Scoring => "scoring",
+    });
+    if problem.interactive {
+        kind.push_str(", interactive");
+    }
+    if problem.multi_pass {
+        let _ = write!(
+            kind,
+            ", multi-pass (at most {} passes)",
+            problem.limits.validation_passes
+        );
+    }
     let source = match (problem.limits.time_limit, time_limit) {
         (Some(_), _) => "from the package",
         (None, Some(_)) => "from --time-limit",
@@ -156,16 +164,25 @@ fn validator(problem: &Problem) -> String {
             }
             text
         }
-        OutputValidator::Custom(custom) => {
-            let path = custom
-                .path
-                .strip_prefix(&problem.root)
-                .unwrap_or(&custom.path);
-            if custom.args.is_empty() {
-                format!("custom {}", path.display())
-            } else {
-                format!("custom {} {}", path.display(), custom.args.join(" "))
-            }
+        OutputValidator::Custom(_) | OutputValidator::Several(_) => {
+            let programs: Vec<String> = problem
+                .validator
+                .custom_programs()
+                .iter()
+                .map(|custom| {
+                    let path = custom
+                        .path
+                        .strip_prefix(&problem.root)
+                        .unwrap_or(&custom.path);
+                    if custom.args.is_empty() {
+                        format!("custom {}", path.display())
+                    } else {
+                        format!("custom {} {}", path.display(), custom.args.join(" "))
+                    }
+                })
+                .collect();
+            // Several (legacy `output_validators/`): each runs, in this order.
+            programs.join("; then ")
         }
     }
 }

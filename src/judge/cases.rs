@@ -1,9 +1,12 @@
 //! Running the submission on one test in the sandbox and judging its output:
 //! the sandbox status decides first (time, memory, output, crash), then the
-//! output validator.
+//! output validator (each of them in order, when a legacy package has several).
+//! Also what every way of running a test shares: the judging's context
+//! ([`SandboxCases`]) and one pass of a test ([`Pass`], [`PassRun`]).
 
 use std::io::BufReader;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::package::{Problem, TestCase, TestGroup};
 
@@ -12,46 +15,12 @@ use super::boxed::{BoxLimits, BoxReport, BoxRun, BoxStatus, JudgeSlot, Stream, W
 use super::capture::{self, Captured};
 use super::compile::Program;
 use super::default_validator;
-use super::engine::{CaseRun, CaseRunner};
+use super::engine::CaseRun;
 use super::error::JudgeError;
-use super::interactive;
 use super::validator::{self, BuiltValidator, ValidatorBox};
-use super::verdict::Verdict;
+use super::verdict::{Verdict, status_verdict};
 
 const MIB: u64 = 1 << 20;
-
-/// The verdict a sandbox status stands for, when it decides alone.
-pub(crate) fn status_verdict(status: BoxStatus) -> Option<Verdict> {
-    match status {
-        BoxStatus::TimeLimit | BoxStatus::WallTimeLimit => Some(Verdict::TimeLimitExceeded),
-        BoxStatus::MemoryLimit => Some(Verdict::MemoryLimitExceeded),
-        BoxStatus::OutputLimit => Some(Verdict::OutputLimitExceeded),
-        BoxStatus::Signaled | BoxStatus::NonzeroExit => Some(Verdict::RunTimeError),
-        BoxStatus::Ok => None,
-    }
-}
-
-pub(crate) fn case_run(
-    report: &BoxReport,
-    stderr: &Captured,
-    verdict: Verdict,
-    custom_score: Option<f64>,
-    judge_message: String,
-) -> CaseRun {
-    CaseRun {
-        stderr: stderr.text(),
-        stderr_bytes: stderr.total,
-        verdict,
-        custom_score,
-        cpu_seconds: report.cpu_seconds,
-        wall_seconds: report.wall_seconds,
-        memory_bytes: report.memory_bytes,
-        exit_code: report.exit_code,
-        signal: report.signal,
-        status: report.status.as_str().to_string(),
-        judge_message,
-    }
-}
 
 /// Everything a test run needs, for the whole judging.
 pub(crate) struct SandboxCases<'a> {
@@ -59,8 +28,48 @@ pub(crate) struct SandboxCases<'a> {
     pub work: &'a WorkDir,
     pub problem: &'a Problem,
     pub program: &'a Program,
-    pub validator: Option<&'a BuiltValidator>,
+    /// The custom validators in the order they run; empty for the default one.
+    pub validators: &'a [Arc<BuiltValidator>],
     pub limits: BoxLimits,
+}
+
+/// One run of the submission on a test (a multi-pass test has several).
+pub(crate) struct Pass<'a> {
+    /// What the submission reads: `None` for the test's own `.in`; from the
+    /// second pass of a multi-pass test on, the judge's copy of the
+    /// `nextpass.in` the validator wrote in the pass before.
+    pub input: Option<&'a Path>,
+    /// One box per validator, in order (none for the default validator): the
+    /// feedback directories last for the whole test, every pass of it.
+    pub vboxes: &'a [ValidatorBox],
+}
+
+/// What one pass produced: the test's run so far, and how the (last)
+/// validator ended, which says whether it may ask for another pass.
+pub(crate) struct PassRun {
+    pub run: CaseRun,
+    /// The validator's exit code when it exited (0 included); `None` when it
+    /// did not run, or was killed.
+    pub validator_exit: Option<i32>,
+}
+
+impl PassRun {
+    /// A pass the submission's own end decided; no validator ran.
+    fn without_validator(run: CaseRun) -> Self {
+        PassRun {
+            run,
+            validator_exit: None,
+        }
+    }
+}
+
+/// A run's exit code when it exited by itself: 0, or the non-zero code.
+pub(crate) fn exit_code(report: &BoxReport) -> Option<i32> {
+    match report.status {
+        BoxStatus::Ok => Some(0),
+        BoxStatus::NonzeroExit => report.exit_code,
+        _ => None,
+    }
 }
 
 impl<'a> SandboxCases<'a> {
@@ -70,7 +79,7 @@ impl<'a> SandboxCases<'a> {
         problem: &'a Problem,
         options: &Options,
         program: &'a Program,
-        validator: Option<&'a BuiltValidator>,
+        validators: &'a [Arc<BuiltValidator>],
     ) -> Self {
         let time = problem.time_limit(options.time_limit);
         let limits = BoxLimits {
@@ -85,15 +94,28 @@ impl<'a> SandboxCases<'a> {
             work,
             problem,
             program,
-            validator,
+            validators,
             limits,
         }
+    }
+
+    /// Fresh boxes for the test's validators, one each (their feedback
+    /// directories start empty).
+    pub fn validator_boxes(&self) -> Result<Vec<ValidatorBox>, JudgeError> {
+        (0..self.validators.len())
+            .map(|i| {
+                ValidatorBox::create(
+                    self.work.fresh(&format!("validator-{i}"))?,
+                    self.work.path().join("validator.err"),
+                )
+            })
+            .collect()
     }
 
     /// The submission's run on a test: its box, stdio and limits.
     pub fn submission_run<'b>(
         &self,
-        box_dir: &'b std::path::Path,
+        box_dir: &'b Path,
         stdin: Stream,
         stdout: Stream,
         stderr: Stream,
@@ -111,51 +133,93 @@ impl<'a> SandboxCases<'a> {
         }
     }
 
-    fn run_plain(&self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
+    /// One pass of a test of a problem that is not interactive: the
+    /// submission, then each output validator on what it wrote, in order, until
+    /// one rejects it.
+    pub fn run_plain(
+        &self,
+        case: &TestCase,
+        group: &TestGroup,
+        pass: &Pass<'_>,
+    ) -> Result<PassRun, JudgeError> {
         let box_dir = self.work.fresh("box")?;
         let output = self.work.path().join("output");
         // stderr through a pipe: kept to 64 KiB, never an output limit.
         let (mut stderr, capture) = capture::start(1)?;
         let stderr = stderr.pop().unwrap_or(Stream::Null);
+        let input = pass.input.unwrap_or(&case.input).to_path_buf();
         let run = self.submission_run(
             &box_dir,
-            Stream::Path(case.input.clone()),
+            Stream::Path(input),
             Stream::Path(output.clone()),
             stderr,
         );
         let report = self.slot.run("running the submission", run)?;
         let stderr = capture.finish()?;
         if let Some(verdict) = status_verdict(report.status) {
-            return Ok(case_run(&report, &stderr, verdict, None, String::new()));
+            let run = CaseRun::new(&report, &stderr, verdict, None, String::new());
+            return Ok(PassRun::without_validator(run));
         }
-        match self.validator {
-            None => self.default_validate(case, group, &report, &stderr, output),
-            Some(v) => {
-                let vbox = ValidatorBox::create(
-                    self.work.fresh("validator")?,
-                    self.work.path().join("validator.err"),
-                )?;
-                let run = v.box_run(validator::RunSpec {
-                    problem: self.problem,
-                    case,
-                    group,
-                    vbox: &vbox,
-                    stdin: Stream::Path(output),
-                    stdout: Stream::Null,
-                    wall: None,
-                    validator_box: true,
+        if self.validators.is_empty() {
+            let run = self.default_validate(case, group, &report, &stderr, output)?;
+            return Ok(PassRun::without_validator(run));
+        }
+        let mut accepted_messages = String::new();
+        let mut score = None;
+        let mut validator_exit = None;
+        for (validator, vbox) in self.validators.iter().zip(pass.vboxes) {
+            let run = validator.box_run(validator::RunSpec {
+                problem: self.problem,
+                case,
+                group,
+                vbox,
+                pass_input: pass.input,
+                stdin: Stream::Path(output.clone()),
+                stdout: Stream::Null,
+                wall: None,
+                validator_box: true,
+            })?;
+            let vreport = self.slot.run("running the output validator", run)?;
+            validator_exit = exit_code(&vreport);
+            let said = validator::interpret(&vreport, vbox, self.problem.kind, &case.name)
+                .map_err(|e| match e {
+                    // Say which one when there are several.
+                    JudgeError::Validator { test, message } if self.validators.len() > 1 => {
+                        JudgeError::Validator {
+                            test,
+                            message: format!("{}: {message}", validator.name),
+                        }
+                    }
+                    e => e,
                 })?;
-                let vreport = self.slot.run("running the output validator", run)?;
-                let said = validator::interpret(&vreport, &vbox, self.problem.kind, &case.name)?;
-                Ok(case_run(
+            if !said.verdict.is_accepted() {
+                // The first rejection decides (legacy: every validator must accept).
+                let run = CaseRun::new(
                     &report,
                     &stderr,
                     said.verdict,
                     said.score,
                     said.judge_message,
-                ))
+                );
+                return Ok(PassRun {
+                    run,
+                    validator_exit,
+                });
             }
+            accepted_messages.push_str(&said.judge_message);
+            // Several validators: the first `score.txt` in their order counts.
+            score = score.or(said.score);
         }
+        Ok(PassRun {
+            run: CaseRun::new(
+                &report,
+                &stderr,
+                Verdict::Accepted,
+                score,
+                accepted_messages,
+            ),
+            validator_exit,
+        })
     }
 
     fn default_validate(
@@ -192,23 +256,6 @@ impl<'a> SandboxCases<'a> {
         } else {
             Verdict::WrongAnswer
         };
-        Ok(case_run(report, stderr, verdict, None, judged.message))
-    }
-}
-
-impl CaseRunner for SandboxCases<'_> {
-    fn run_case(&mut self, case: &TestCase, group: &TestGroup) -> Result<CaseRun, JudgeError> {
-        if self.problem.interactive {
-            let validator = self.validator.ok_or_else(|| {
-                JudgeError::package("an interactive problem needs an output validator")
-            })?;
-            interactive::run(self, validator, case, group)
-        } else {
-            self.run_plain(case, group)
-        }
-    }
-
-    fn cancelled(&self) -> bool {
-        self.slot.cancelled()
+        Ok(CaseRun::new(report, stderr, verdict, None, judged.message))
     }
 }

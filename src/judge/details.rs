@@ -32,9 +32,41 @@ pub struct TestDetail {
     pub stderr: String,
     /// How many bytes the submission wrote to stderr in all.
     pub stderr_bytes: u64,
+    /// Every pass of a multi-pass test, in order (contract §7); the test's own
+    /// fields are its last pass's. Empty, and left out of the document, for a
+    /// test of any other problem.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub passes: Vec<PassDetail>,
+}
+
+/// One pass of a multi-pass test: one run of the submission (and its
+/// validator), on the test's input (pass 1) or on the `nextpass.in` the
+/// validator wrote in the pass before.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassDetail {
+    /// 1 for the first pass.
+    pub pass: u32,
+    /// The sandbox status of the submission's run in this pass.
+    pub status: String,
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+    pub memory_bytes: u64,
+    /// What this pass added to `judgemessage.txt` (the file persists between
+    /// passes and validators append to it), or the judge's own message; cut to
+    /// a few KiB.
+    pub message: String,
 }
 
 impl TestDetail {
+    /// The most CPU time one run of this test took: its only run, or its
+    /// slowest pass (time limits apply to each pass).
+    pub fn slowest_cpu_seconds(&self) -> f64 {
+        self.passes
+            .iter()
+            .map(|p| p.cpu_seconds)
+            .fold(self.cpu_seconds, f64::max)
+    }
+
     /// The one-line progress report of this test.
     pub fn progress_line(&self, done: usize, total: usize) -> String {
         format!(
@@ -44,7 +76,11 @@ impl TestDetail {
             verdict = self.verdict.short(),
             cpu = self.cpu_seconds,
             mem = self.memory_bytes as f64 / (1024.0 * 1024.0),
-        )
+        ) + &match self.passes.len() {
+            0 => String::new(),
+            1 => " (1 pass)".to_string(),
+            n => format!(" ({n} passes)"),
+        }
     }
 }
 
@@ -106,6 +142,7 @@ mod tests {
             reused: false,
             stderr: "e".into(),
             stderr_bytes: 1,
+            passes: Vec::new(),
         };
         let v = serde_json::to_value(&d).unwrap();
         for key in [
@@ -125,7 +162,53 @@ mod tests {
         }
         assert_eq!(v["verdict"], "Wrong Answer");
         assert!(v["signal"].is_null());
+        assert!(v.get("passes").is_none(), "not a multi-pass test");
         assert!(d.progress_line(3, 12).contains("WA"));
+    }
+
+    #[test]
+    fn a_multi_pass_test_lists_its_passes() {
+        let pass = |pass: u32, cpu: f64| PassDetail {
+            pass,
+            status: "ok".into(),
+            cpu_seconds: cpu,
+            wall_seconds: cpu,
+            memory_bytes: 1 << 20,
+            message: format!("pass {pass}"),
+        };
+        let d = TestDetail {
+            name: "secret/1".into(),
+            group: "secret".into(),
+            verdict: Verdict::Accepted,
+            cpu_seconds: 0.1,
+            wall_seconds: 0.1,
+            memory_bytes: 1 << 20,
+            exit_code: Some(0),
+            signal: None,
+            score: 1.0,
+            judge_message: "pass 1pass 2".into(),
+            status: "ok".into(),
+            reused: false,
+            stderr: String::new(),
+            stderr_bytes: 0,
+            passes: vec![pass(1, 0.5), pass(2, 0.1)],
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        let passes = v["passes"].as_array().unwrap();
+        assert_eq!(passes.len(), 2);
+        for key in [
+            "pass",
+            "status",
+            "cpu_seconds",
+            "wall_seconds",
+            "memory_bytes",
+            "message",
+        ] {
+            assert!(passes[0].get(key).is_some(), "{key} missing");
+        }
+        assert_eq!(passes[1]["pass"], 2);
+        assert_eq!(d.slowest_cpu_seconds(), 0.5);
+        assert!(d.progress_line(1, 1).ends_with("(2 passes)"));
     }
 
     #[test]

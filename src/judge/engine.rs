@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use crate::package::{OnReject, TestCase, TestGroup, TestItem};
 
 use super::Progress;
-use super::details::{TestDetail, cut_message};
+use super::boxed::BoxReport;
+use super::capture::Captured;
+use super::details::{PassDetail, TestDetail, cut_message};
 use super::error::JudgeError;
 use super::grading::{self, Graded};
 use super::verdict::Verdict;
@@ -33,6 +35,36 @@ pub(crate) struct CaseRun {
     pub stderr: String,
     /// How many bytes it wrote to stderr in all.
     pub stderr_bytes: u64,
+    /// The passes of a multi-pass test (the fields above are its last pass's);
+    /// empty otherwise.
+    pub passes: Vec<PassDetail>,
+}
+
+impl CaseRun {
+    /// A test's run from the submission's sandbox report and captured stderr,
+    /// with what decided it.
+    pub(crate) fn new(
+        report: &BoxReport,
+        stderr: &Captured,
+        verdict: Verdict,
+        custom_score: Option<f64>,
+        judge_message: String,
+    ) -> Self {
+        CaseRun {
+            stderr: stderr.text(),
+            stderr_bytes: stderr.total,
+            verdict,
+            custom_score,
+            cpu_seconds: report.cpu_seconds,
+            wall_seconds: report.wall_seconds,
+            memory_bytes: report.memory_bytes,
+            exit_code: report.exit_code,
+            signal: report.signal,
+            status: report.status.as_str().to_string(),
+            judge_message,
+            passes: Vec::new(),
+        }
+    }
 }
 
 /// Runs the submission on one test (sandbox, validator). Implemented by the
@@ -163,6 +195,14 @@ impl<'a> Walk<'a> {
             reused,
             stderr: run.stderr,
             stderr_bytes: run.stderr_bytes,
+            passes: run
+                .passes
+                .into_iter()
+                .map(|p| PassDetail {
+                    message: cut_message(p.message, MESSAGE_MAX),
+                    ..p
+                })
+                .collect(),
         };
         self.details.push(detail.clone());
         (self.progress)(Progress {

@@ -12,11 +12,11 @@ use crate::package::{TestCase, TestGroup};
 
 use super::boxed::{BoxReport, BoxStatus, Stream};
 use super::capture;
-use super::cases::{SandboxCases, case_run, status_verdict};
+use super::cases::{Pass, PassRun, SandboxCases, exit_code};
 use super::engine::CaseRun;
 use super::error::JudgeError;
-use super::validator::{self, BuiltValidator, RunSpec, ValidatorBox, ValidatorVerdict};
-use super::verdict::Verdict;
+use super::validator::{self, RunSpec, ValidatorVerdict};
+use super::verdict::{Verdict, status_verdict};
 
 /// interactive.cc asks for 1 MiB pipes (the unprivileged maximum).
 const PIPE_SIZE: i32 = 1 << 20;
@@ -142,12 +142,24 @@ fn drain(reader: OwnedFd) {
     }
 }
 
+/// One pass of an interactive test: the submission and the problem's one
+/// validator, talking.
 pub(crate) fn run(
     cases: &SandboxCases<'_>,
-    validator: &BuiltValidator,
     case: &TestCase,
     group: &TestGroup,
-) -> Result<CaseRun, JudgeError> {
+    pass: &Pass<'_>,
+) -> Result<PassRun, JudgeError> {
+    let (Some(validator), Some(vbox)) = (cases.validators.first(), pass.vboxes.first()) else {
+        return Err(JudgeError::package(
+            "an interactive problem needs an output validator",
+        ));
+    };
+    if cases.validators.len() > 1 {
+        return Err(JudgeError::package(
+            "an interactive problem takes exactly one output validator",
+        ));
+    }
     let (to_submission_read, to_submission_write) = pipe()?;
     let (to_validator_read, to_validator_write) = pipe()?;
     // The sandbox closes its own copies of the ends it hands over as soon as the
@@ -163,10 +175,6 @@ pub(crate) fn run(
     let keep_reader = dup(&to_submission_read)?;
 
     let sub_box = cases.work.fresh("box")?;
-    let vbox = ValidatorBox::create(
-        cases.work.fresh("validator")?,
-        cases.work.path().join("validator.err"),
-    )?;
     let (mut stderr, capture) = capture::start(1)?;
     let sub_run = cases.submission_run(
         &sub_box,
@@ -178,7 +186,8 @@ pub(crate) fn run(
         problem: cases.problem,
         case,
         group,
-        vbox: &vbox,
+        vbox,
+        pass_input: pass.input,
         stdin: Stream::Fd(to_validator_read),
         stdout: Stream::Fd(to_submission_write),
         wall: None,
@@ -209,9 +218,12 @@ pub(crate) fn run(
     let (val_report, val_end) = val_result?;
     let stderr = capture.finish()?;
     let validator_first = val_end < sub_end;
-    let said = validator::interpret(&val_report, &vbox, cases.problem.kind, &case.name);
+    let said = validator::interpret(&val_report, vbox, cases.problem.kind, &case.name);
     let (verdict, score, message) = decide(said, &val_report, &sub_report, validator_first)?;
-    Ok(case_run(&sub_report, &stderr, verdict, score, message))
+    Ok(PassRun {
+        run: CaseRun::new(&sub_report, &stderr, verdict, score, message),
+        validator_exit: exit_code(&val_report),
+    })
 }
 
 type Timed = Result<(BoxReport, Instant), JudgeError>;

@@ -17,6 +17,7 @@ pub mod grading;
 mod interactive;
 mod java;
 pub mod language;
+mod passes;
 mod validator;
 mod verdict;
 
@@ -27,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use crate::package::{Problem, ProblemKind};
 
 pub use crate::sandbox::{BoxHolder, BoxLock, BoxLockError, plan_cpus, usable_cpus};
-pub use details::{TestDetail, TestTiming};
+pub use details::{PassDetail, TestDetail, TestTiming};
 pub use error::{JudgeError, reason};
 pub use language::{Language, LanguageConfigError, LanguageTable, Toolchain};
 pub use validator::ValidatorCache;
@@ -280,7 +281,7 @@ impl Judge {
             ProblemKind::PassFail => 1.0,
             ProblemKind::Scoring => grading::max_score(&problem.data),
         };
-        let validator =
+        let validators =
             self.config
                 .validators
                 .prepare(problem, &self.config.languages, &slot, |id| {
@@ -299,14 +300,14 @@ impl Judge {
                 });
             }
         };
-        let mut runner = cases::SandboxCases::new(
+        let mut runner = TestRunner(cases::SandboxCases::new(
             &slot,
             &work,
             problem,
             options,
             &program,
-            validator.as_deref(),
-        );
+            &validators,
+        ));
         let mode = engine::WalkMode {
             pass_fail: problem.kind == ProblemKind::PassFail,
             run_all: options.run_all,
@@ -326,5 +327,40 @@ impl Judge {
             details: walked.details,
             compile_log: program.log.clone(),
         })
+    }
+}
+
+/// Runs each test as the problem's type asks: the submission alone and then
+/// the output validator, or the two talking to each other (interactive); in
+/// one pass, or in as many as the validator asks for (multi-pass).
+struct TestRunner<'a>(cases::SandboxCases<'a>);
+
+impl engine::CaseRunner for TestRunner<'_> {
+    fn run_case(
+        &mut self,
+        case: &crate::package::TestCase,
+        group: &crate::package::TestGroup,
+    ) -> Result<engine::CaseRun, JudgeError> {
+        let cases = &self.0;
+        let vboxes = cases.validator_boxes()?;
+        let mut one_pass = |pass: &cases::Pass<'_>| {
+            if cases.problem.interactive {
+                interactive::run(cases, case, group, pass)
+            } else {
+                cases.run_plain(case, group, pass)
+            }
+        };
+        if cases.problem.multi_pass {
+            return passes::run(cases, case, &vboxes, &mut one_pass);
+        }
+        let only = cases::Pass {
+            input: None,
+            vboxes: &vboxes,
+        };
+        one_pass(&only).map(|pass| pass.run)
+    }
+
+    fn cancelled(&self) -> bool {
+        self.0.slot.cancelled()
     }
 }

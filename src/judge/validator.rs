@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::package::{CustomValidator, OutputValidator, Problem, ProblemKind, TestCase, TestGroup};
+use crate::package::{CustomValidator, Problem, ProblemKind, TestCase, TestGroup};
 
 use super::boxed::{Bind, BoxLimits, BoxReport, BoxRun, BoxStatus, JudgeSlot, Stream};
 use super::compile::{Build, build_in_box, read_capped};
@@ -20,6 +20,8 @@ use super::verdict::Verdict;
 pub(crate) const VALIDATOR_DIR: &str = "/validator";
 /// Where the package is mounted for a validator (inputs and answers).
 pub(crate) const PROBLEM_DIR: &str = "/problem";
+/// Where a later pass's input is mounted for a multi-pass validator.
+pub(crate) const PASS_DIR: &str = "/pass";
 /// The feedback directory inside the validator's box (with the trailing `/`
 /// that Kattis validators expect).
 pub(crate) const FEEDBACK_INSIDE: &str = "/box/feedback/";
@@ -30,6 +32,8 @@ const DEFAULT_VALIDATION_MEMORY_MIB: u64 = 1024;
 /// A validator ready to run.
 #[derive(Debug)]
 pub(crate) struct BuiltValidator {
+    /// Its name in the package (`validate`, the folder or file stem).
+    pub name: String,
     /// Host directory holding the built validator (kept by the cache).
     dir: PathBuf,
     argv: Vec<String>,
@@ -61,19 +65,31 @@ impl ValidatorCache {
         }
     }
 
-    /// The problem's custom validator, built (or taken from the cache); `None`
-    /// for the default validator.
+    /// The problem's custom validators in the order they run, each built (or
+    /// taken from the cache); none for the default validator.
     pub(crate) fn prepare(
         &self,
         problem: &Problem,
         languages: &LanguageTable,
         slot: &JudgeSlot,
         toolchain: impl Fn(&str) -> Result<Toolchain, JudgeError>,
-    ) -> Result<Option<Arc<BuiltValidator>>, JudgeError> {
-        let OutputValidator::Custom(custom) = &problem.validator else {
-            return Ok(None);
-        };
-        let key = fingerprint(&custom.path)?;
+    ) -> Result<Vec<Arc<BuiltValidator>>, JudgeError> {
+        problem
+            .validator
+            .custom_programs()
+            .iter()
+            .map(|custom| self.prepare_one(custom, languages, slot, &toolchain))
+            .collect()
+    }
+
+    fn prepare_one(
+        &self,
+        custom: &CustomValidator,
+        languages: &LanguageTable,
+        slot: &Slot,
+        toolchain: &dyn Fn(&str) -> Result<Toolchain, JudgeError>,
+    ) -> Result<Arc<BuiltValidator>, JudgeError> {
+        let key = fingerprint(&custom.path, &custom.companions)?;
         let cell = {
             let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             Arc::clone(entries.entry(key).or_default())
@@ -82,12 +98,12 @@ impl ValidatorCache {
         // for the first build instead of starting its own.
         let mut built = cell.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = built.as_ref() {
-            return Ok(Some(Arc::clone(v)));
+            return Ok(Arc::clone(v));
         }
         let dir = self.new_dir()?;
-        let v = Arc::new(build(custom, languages, slot, &toolchain, dir)?);
+        let v = Arc::new(build(custom, languages, slot, toolchain, dir)?);
         *built = Some(Arc::clone(&v));
-        Ok(Some(v))
+        Ok(v)
     }
 
     fn new_dir(&self) -> Result<PathBuf, JudgeError> {
@@ -113,12 +129,19 @@ impl ValidatorCache {
     }
 }
 
-fn fingerprint(path: &Path) -> Result<Key, JudgeError> {
-    let canonical = path
-        .canonicalize()
-        .map_err(|e| JudgeError::package(format!("output validator {}: {e}", path.display())))?;
+/// What a built validator depends on: its path, and the size and mtime of each
+/// of its files and companions.
+fn fingerprint(path: &Path, companions: &[PathBuf]) -> Result<Key, JudgeError> {
+    let resolve = |path: &Path| {
+        path.canonicalize()
+            .map_err(|e| JudgeError::package(format!("output validator {}: {e}", path.display())))
+    };
+    let canonical = resolve(path)?;
     let mut files = Vec::new();
     let mut stack = vec![canonical.clone()];
+    for companion in companions {
+        stack.push(resolve(companion)?);
+    }
     while let Some(p) = stack.pop() {
         let meta = std::fs::metadata(&p).map_err(|e| JudgeError::io(&p, e))?;
         if meta.is_dir() {
@@ -172,6 +195,11 @@ fn build(
     if src_is_dir {
         copy_tree(&custom.path, &dir)?;
     } else {
+        // Its headers first: the program's own file wins a name they share.
+        for companion in &custom.companions {
+            let name = companion.file_name().unwrap_or_default();
+            copy_tree(companion, &dir.join(name))?;
+        }
         let name = custom.path.file_name().unwrap_or_default();
         copy_tree(&custom.path, &dir.join(name))?;
     }
@@ -183,6 +211,7 @@ fn build(
         .collect();
     names.sort();
     let base = BuiltValidator {
+        name: custom.name.clone(),
         dir: dir.clone(),
         argv: Vec::new(),
         binds: Vec::new(),
@@ -293,6 +322,11 @@ pub(crate) struct ValidatorBox {
 }
 
 impl ValidatorBox {
+    /// The feedback directory on the host.
+    pub fn feedback(&self) -> PathBuf {
+        self.box_dir.join("feedback")
+    }
+
     pub fn create(box_dir: PathBuf, stderr: PathBuf) -> Result<Self, JudgeError> {
         let feedback = box_dir.join("feedback");
         std::fs::create_dir(&feedback).map_err(|e| JudgeError::io(&feedback, e))?;
@@ -310,6 +344,12 @@ pub(crate) struct RunSpec<'a> {
     pub case: &'a TestCase,
     pub group: &'a TestGroup,
     pub vbox: &'a ValidatorBox,
+    /// The input the submission read, when it is not the test's own `.in`: a
+    /// later pass of a multi-pass test reads what the validator wrote to
+    /// `nextpass.in`, and the validator is given that file as `input_file`
+    /// (the spec: the input "given on standard input to the program whose
+    /// results are being validated").
+    pub pass_input: Option<&'a Path>,
     pub stdin: Stream,
     pub stdout: Stream,
     /// Wall limit; 2 × the validation time + 1 s when `None`.
@@ -325,6 +365,7 @@ impl BuiltValidator {
             case,
             group,
             vbox,
+            pass_input,
             stdin,
             stdout,
             wall,
@@ -343,12 +384,30 @@ impl BuiltValidator {
             Ok(format!("{PROBLEM_DIR}/{}", rel.display()))
         };
         let mut argv = self.argv.clone();
-        argv.push(inside(&case.input)?);
+        let mut binds = Vec::new();
+        match pass_input {
+            None => argv.push(inside(&case.input)?),
+            Some(input) => {
+                // Its own directory (the judge's, holding only this file), read-only.
+                let (Some(dir), Some(name)) = (input.parent(), input.file_name()) else {
+                    return Err(JudgeError::io(
+                        input,
+                        std::io::Error::from(std::io::ErrorKind::InvalidInput),
+                    ));
+                };
+                argv.push(format!("{PASS_DIR}/{}", name.to_string_lossy()));
+                binds.push(Bind {
+                    host: dir.to_path_buf(),
+                    inside: PathBuf::from(PASS_DIR),
+                    writable: false,
+                });
+            }
+        }
         argv.push(inside(&case.answer)?);
         argv.push(FEEDBACK_INSIDE.to_string());
         argv.extend(self.args.iter().cloned());
         argv.extend(group.grading.output_validator_flags.iter().cloned());
-        let mut binds = vec![
+        binds.extend([
             Bind {
                 host: root,
                 inside: PathBuf::from(PROBLEM_DIR),
@@ -359,7 +418,7 @@ impl BuiltValidator {
                 inside: PathBuf::from(VALIDATOR_DIR),
                 writable: false,
             },
-        ];
+        ]);
         binds.extend(self.binds.iter().cloned());
         let time = problem
             .limits
@@ -389,6 +448,17 @@ impl BuiltValidator {
     }
 }
 
+/// How a validator's run ended, for a judge error: `exited with 0`, `was
+/// killed by signal 9`, `stopped: wall_time_limit`.
+pub(crate) fn how_it_ended(report: &BoxReport) -> String {
+    match (report.status, report.exit_code, report.signal) {
+        (BoxStatus::Ok, _, _) => "exited with 0".to_string(),
+        (BoxStatus::NonzeroExit, Some(c), _) => format!("exited with {c}"),
+        (BoxStatus::Signaled, _, Some(s)) => format!("was killed by signal {s}"),
+        (status, _, _) => format!("stopped: {}", status.as_str()),
+    }
+}
+
 /// Reads what the validator decided: 42/43, `judgemessage.txt`, `score.txt`.
 pub(crate) fn interpret(
     report: &BoxReport,
@@ -396,19 +466,14 @@ pub(crate) fn interpret(
     kind: ProblemKind,
     test: &str,
 ) -> Result<ValidatorVerdict, JudgeError> {
-    let feedback = vbox.box_dir.join("feedback");
+    let feedback = vbox.feedback();
     let judge_message = read_capped(&feedback.join("judgemessage.txt"))?;
     let verdict = match (report.status, report.exit_code) {
         (BoxStatus::NonzeroExit, Some(42)) => Verdict::Accepted,
         (BoxStatus::NonzeroExit, Some(43)) => Verdict::WrongAnswer,
         _ => {
             let stderr = read_capped(&vbox.stderr)?;
-            let how = match (report.status, report.exit_code, report.signal) {
-                (BoxStatus::Ok, _, _) => "exited with 0".to_string(),
-                (BoxStatus::NonzeroExit, Some(c), _) => format!("exited with {c}"),
-                (BoxStatus::Signaled, _, Some(s)) => format!("was killed by signal {s}"),
-                (status, _, _) => format!("stopped: {}", status.as_str()),
-            };
+            let how = how_it_ended(report);
             return Err(JudgeError::Validator {
                 test: test.to_string(),
                 message: format!(

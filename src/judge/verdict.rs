@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
+use super::boxed::BoxStatus;
+
 /// The verdict of a test, a group or a whole submission. The strings are the
 /// contract's; they must stay equal to `protocol::codes::verdict::*` (the judge
 /// does not import `protocol`; `tests/judge_units.rs` checks they agree).
@@ -94,6 +96,19 @@ impl Verdict {
 
     pub const fn is_accepted(self) -> bool {
         matches!(self, Verdict::Accepted)
+    }
+}
+
+/// The verdict a sandbox status of the submission's run stands for when it
+/// decides alone (time, memory, output, crash); `None` for a clean exit, which
+/// the output validator judges.
+pub(crate) fn status_verdict(status: BoxStatus) -> Option<Verdict> {
+    match status {
+        BoxStatus::TimeLimit | BoxStatus::WallTimeLimit => Some(Verdict::TimeLimitExceeded),
+        BoxStatus::MemoryLimit => Some(Verdict::MemoryLimitExceeded),
+        BoxStatus::OutputLimit => Some(Verdict::OutputLimitExceeded),
+        BoxStatus::Signaled | BoxStatus::NonzeroExit => Some(Verdict::RunTimeError),
+        BoxStatus::Ok => None,
     }
 }
 

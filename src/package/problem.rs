@@ -50,6 +50,9 @@ pub struct ProblemLimits {
     /// 2023-07 `limits.time_resolution` (seconds): a computed time limit is
     /// rounded up to a multiple of it. `None`: 1 s.
     pub time_resolution: Option<f64>,
+    /// 2023-07 `limits.validation_passes`: the most passes a multi-pass test
+    /// may run (default 2, at least 2). Read for multi-pass problems only.
+    pub validation_passes: u32,
 }
 
 impl Default for ProblemLimits {
@@ -65,6 +68,7 @@ impl Default for ProblemLimits {
             validation_memory_mib: None,
             ac_to_time_limit: None,
             time_resolution: None,
+            validation_passes: 2,
         }
     }
 }
@@ -131,6 +135,23 @@ pub enum OutputValidator {
     /// headers, or `build`/`run` scripts). Legacy `output_validators/NAME/` or
     /// 2023-07 `output_validator/`.
     Custom(CustomValidator),
+    /// Legacy `output_validators/` holding several programs (at least two), in
+    /// name order: each one judges every output, and the first that rejects it
+    /// decides (the legacy format: "validation fails if any validator fails").
+    /// Never for interactive or multi-pass problems (the parser refuses that).
+    Several(Vec<CustomValidator>),
+}
+
+impl OutputValidator {
+    /// The custom validator programs in the order they run; empty for the
+    /// default validator.
+    pub fn custom_programs(&self) -> &[CustomValidator] {
+        match self {
+            OutputValidator::Default(_) => &[],
+            OutputValidator::Custom(custom) => std::slice::from_ref(custom),
+            OutputValidator::Several(programs) => programs,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,6 +163,10 @@ pub struct CustomValidator {
     /// Extra arguments after `input answer feedback_dir`: legacy `validator_flags`
     /// or 2023-07 `output_validator_args`, split like a shell would.
     pub args: Vec<String>,
+    /// Files built beside a single-file program though not part of it: the
+    /// headers lying next to it in a legacy flat `output_validators/` (so an
+    /// `#include "validate.h"` compiles). Empty otherwise.
+    pub companions: Vec<PathBuf>,
 }
 
 /// Score aggregation of a group (`grader_flags`).
@@ -319,6 +344,9 @@ pub struct Problem {
     pub format: FormatVersion,
     pub kind: ProblemKind,
     pub interactive: bool,
+    /// 2023-07 `type: multi-pass`: the submission runs again on the input the
+    /// validator writes to `nextpass.in`, up to `limits.validation_passes` times.
+    pub multi_pass: bool,
     pub limits: ProblemLimits,
     pub validator: OutputValidator,
     /// The root of the test data (`data/`), with `sample` and `secret` as items.
@@ -372,10 +400,13 @@ impl Problem {
     /// The arguments a custom validator gets after `input answer feedback_dir` for
     /// the tests of `group`: the problem's, then the group's `output_validator_flags`.
     pub fn validator_args(&self, group: &TestGroup) -> Vec<String> {
-        let mut args = match &self.validator {
-            OutputValidator::Custom(custom) => custom.args.clone(),
-            OutputValidator::Default(_) => Vec::new(),
-        };
+        // Every program of `Several` has the problem's arguments.
+        let mut args = self
+            .validator
+            .custom_programs()
+            .first()
+            .map(|custom| custom.args.clone())
+            .unwrap_or_default();
         args.extend(group.grading.output_validator_flags.iter().cloned());
         args
     }
@@ -392,7 +423,7 @@ impl Problem {
             OutputValidator::Default(flags) => {
                 Some(flags.with_args(&group.grading.output_validator_flags))
             }
-            OutputValidator::Custom(_) => None,
+            OutputValidator::Custom(_) | OutputValidator::Several(_) => None,
         }
     }
 }

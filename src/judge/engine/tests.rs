@@ -31,6 +31,7 @@ impl CaseRunner for Scripted {
             judge_message: String::new(),
             stderr: String::new(),
             stderr_bytes: 0,
+            passes: Vec::new(),
         })
     }
     fn cancelled(&self) -> bool {

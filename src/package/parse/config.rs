@@ -62,6 +62,7 @@ pub(super) struct Config {
     pub format: FormatVersion,
     pub kind: ProblemKind,
     pub interactive: bool,
+    pub multi_pass: bool,
     pub validation: Validation,
     /// Legacy `validator_flags` (or `output_validator_args` at the top level).
     pub validator_args: Vec<String>,
@@ -78,7 +79,11 @@ pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, Package
         .map(|k| format!("{}: unknown key `{k}`", path.display()))
         .collect();
     let format = format_version(&doc)?;
-    let (kind, mut interactive) = problem_type(&doc)?;
+    let ProblemType {
+        kind,
+        mut interactive,
+        multi_pass,
+    } = problem_type(&doc)?;
     unenforced_keys(&doc, &mut warnings)?;
     let version = doc.string("problem_format_version")?;
     if kind == ProblemKind::Scoring && version.as_deref().is_some_and(|v| v.starts_with("2025-09"))
@@ -115,9 +120,10 @@ pub(super) fn parse_config(path: &Path, map: &Mapping) -> Result<Config, Package
         format,
         kind,
         interactive,
+        multi_pass,
         validation,
         validator_args,
-        limits: limits(&doc, format, &mut warnings)?,
+        limits: limits(&doc, format, multi_pass, &mut warnings)?,
         grading: grading(&doc)?,
         warnings,
     })
@@ -172,8 +178,15 @@ fn unenforced_keys(doc: &Doc<'_>, warnings: &mut Vec<String>) -> Result<(), Pack
     Ok(())
 }
 
+/// What `type` names.
+struct ProblemType {
+    kind: ProblemKind,
+    interactive: bool,
+    multi_pass: bool,
+}
+
 /// `type`: one string or a list; `pass-fail` unless `scoring` is named.
-fn problem_type(doc: &Doc<'_>) -> Result<(ProblemKind, bool), PackageError> {
+fn problem_type(doc: &Doc<'_>) -> Result<ProblemType, PackageError> {
     let names: Vec<String> = match doc.get("type") {
         None => Vec::new(),
         Some(Value::Sequence(seq)) if !seq.is_empty() => seq
@@ -182,13 +195,15 @@ fn problem_type(doc: &Doc<'_>) -> Result<(ProblemKind, bool), PackageError> {
             .collect::<Result<_, _>>()?,
         Some(v) => vec![scalar_string(v).ok_or_else(|| doc.error("type", "a string or a list"))?],
     };
-    let (mut pass_fail, mut scoring, mut interactive) = (false, false, false);
+    let (mut pass_fail, mut scoring, mut interactive, mut multi_pass) =
+        (false, false, false, false);
     for name in &names {
         match name.as_str() {
             "pass-fail" => pass_fail = true,
             "scoring" => scoring = true,
             "interactive" => interactive = true,
-            "multi-pass" | "submit-answer" => {
+            "multi-pass" => multi_pass = true,
+            "submit-answer" => {
                 return Err(PackageError::invalid(
                     doc.path,
                     format!("problem type `{name}` is not supported"),
@@ -213,7 +228,11 @@ fn problem_type(doc: &Doc<'_>) -> Result<(ProblemKind, bool), PackageError> {
     } else {
         ProblemKind::PassFail
     };
-    Ok((kind, interactive))
+    Ok(ProblemType {
+        kind,
+        interactive,
+        multi_pass,
+    })
 }
 
 /// Legacy `validation: default | custom [interactive] [score]`.
@@ -275,8 +294,9 @@ const LIMIT_KEYS: &[&str] = &[
     "time_multipliers",
     "time_safety_margin",
     "time_resolution",
+    "validation_passes",
 ];
-const LIMIT_KEYS_NOT_ENFORCED: &[&str] = &["code", "validation_output", "validation_passes"];
+const LIMIT_KEYS_NOT_ENFORCED: &[&str] = &["code", "validation_output"];
 
 fn warn_limits(path: &Path, map: &Mapping, warnings: &mut Vec<String>) {
     for key in keys(map) {
@@ -294,6 +314,7 @@ fn warn_limits(path: &Path, map: &Mapping, warnings: &mut Vec<String>) {
 fn limits(
     doc: &Doc<'_>,
     format: FormatVersion,
+    multi_pass: bool,
     warnings: &mut Vec<String>,
 ) -> Result<ProblemLimits, PackageError> {
     let mut limits = ProblemLimits::default();
@@ -344,7 +365,30 @@ fn limits(
     if format == FormatVersion::V2023_07 {
         limits.time_resolution = sub.positive("time_resolution")?;
     }
+    if let Some(passes) = validation_passes(&sub)? {
+        if multi_pass {
+            limits.validation_passes = passes;
+        } else {
+            warnings.push(format!(
+                "{}: `limits.validation_passes` is read for multi-pass problems only; ignored",
+                doc.path.display()
+            ));
+        }
+    }
     Ok(limits)
+}
+
+/// `limits.validation_passes`: a whole number of at least 2 (the format's
+/// minimum: one pass is not multi-pass).
+fn validation_passes(limits: &Doc<'_>) -> Result<Option<u32>, PackageError> {
+    let Some(value) = limits.number("validation_passes")? else {
+        return Ok(None);
+    };
+    if value.fract() != 0.0 || !(2.0..=f64::from(u32::MAX)).contains(&value) {
+        return Err(limits.error("limits.validation_passes", "a whole number of at least 2"));
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(Some(value as u32))
 }
 
 fn grading(doc: &Doc<'_>) -> Result<ProblemGrading, PackageError> {

@@ -44,7 +44,7 @@ pub fn parse(dir: &Path) -> Result<Problem, PackageError> {
     let validator = programs::output_validator(&root, &config, &mut warnings)?;
     let default_flags = match &validator {
         OutputValidator::Default(flags) => Some(flags),
-        OutputValidator::Custom(_) => None,
+        OutputValidator::Custom(_) | OutputValidator::Several(_) => None,
     };
     let mut walker = Walker::new(
         &root,
@@ -78,6 +78,7 @@ pub fn parse(dir: &Path) -> Result<Problem, PackageError> {
         format: config.format,
         kind: config.kind,
         interactive: config.interactive,
+        multi_pass: config.multi_pass,
         limits: config.limits,
         validator,
         data,

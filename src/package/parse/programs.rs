@@ -40,22 +40,83 @@ fn program_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// The custom output validator the layout provides, if any.
-fn find_custom(root: &Path) -> Result<Option<PathBuf>, PackageError> {
+/// File endings that make a file a program, from the format's languages table
+/// (those that determine a language): problemtools builds an entry of a legacy
+/// `output_validators/` only when it recognises its language, so a header or a
+/// note beside the validators is no program.
+const PROGRAM_ENDINGS: &[&str] = &[
+    "4th", "a68", "adb", "ads", "apl", "c", "c++", "cc", "cl", "cob", "cpp", "cr", "cs", "cxx",
+    "d", "dart", "def", "erl", "ex", "f90", "forth", "frt", "fs", "fth", "go", "hs", "java", "jl",
+    "js", "kt", "lisp", "lua", "m", "ml", "mod", "nim", "odin", "pas", "php", "pl", "pm", "py",
+    "py2", "py3", "rb", "rkt", "rs", "scala", "sh", "sim", "sno", "ss", "st", "swift", "ts", "vb",
+    "zig",
+];
+
+/// Endings of C and C++ headers: kept beside a single-file program of a legacy
+/// flat `output_validators/` so its `#include "x.h"` finds them.
+const HEADER_ENDINGS: &[&str] = &["h", "hh", "hpp", "hxx", "h++", "inc"];
+
+fn ending(path: &Path) -> Option<&str> {
+    path.extension().and_then(|e| e.to_str())
+}
+
+fn is_program_file(path: &Path) -> bool {
+    ending(path).is_some_and(|e| e == "C" || PROGRAM_ENDINGS.contains(&e))
+}
+
+fn is_header(path: &Path) -> bool {
+    ending(path).is_some_and(|e| HEADER_ENDINGS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// The custom output validator programs the layout provides, in the order
+/// they run, each with the files built beside it.
+struct Found {
+    programs: Vec<PathBuf>,
+    /// Headers beside single-file programs (legacy flat layout).
+    companions: Vec<PathBuf>,
+}
+
+fn find_custom(root: &Path, warnings: &mut Vec<String>) -> Result<Found, PackageError> {
     let singular = root.join("output_validator");
     if singular.is_dir() {
-        return single_program_dir(&singular).map(Some);
+        return Ok(Found {
+            programs: vec![single_program_dir(&singular)?],
+            companions: Vec::new(),
+        });
     }
-    let plural = root.join("output_validators");
-    let mut found = listing(&plural)?;
-    match found.len() {
-        0 => Ok(None),
-        1 => Ok(found.pop()),
-        _ => Err(PackageError::invalid(
-            &plural,
-            "more than one output validator; only one is supported",
-        )),
+    legacy_programs(&root.join("output_validators"), warnings)
+}
+
+/// Legacy `output_validators/` as problemtools reads it: each entry is one
+/// program (a directory, or a source file of a known language); documentation
+/// is skipped, and any other file (a header, a note) is not a program: warned
+/// about, a header kept for the single-file programs beside it.
+fn legacy_programs(dir: &Path, warnings: &mut Vec<String>) -> Result<Found, PackageError> {
+    let mut found = Found {
+        programs: Vec::new(),
+        companions: Vec::new(),
+    };
+    for entry in listing(dir)? {
+        if entry.is_dir() || is_program_file(&entry) {
+            found.programs.push(entry);
+        } else if is_documentation(&entry) {
+            continue;
+        } else if is_header(&entry) {
+            warnings.push(format!(
+                "{}: a header, not a program: not run as an output validator \
+                 (it is built beside the single-file validators)",
+                entry.display()
+            ));
+            found.companions.push(entry);
+        } else {
+            warnings.push(format!(
+                "{}: not a program (no source file of a known language): \
+                 not run as an output validator",
+                entry.display()
+            ));
+        }
     }
+    Ok(found)
 }
 
 /// Files that document a program rather than belong to it.
@@ -95,38 +156,73 @@ pub(super) fn output_validator(
     config: &Config,
     warnings: &mut Vec<String>,
 ) -> Result<OutputValidator, PackageError> {
-    let found = find_custom(root)?;
+    let found = find_custom(root, warnings)?;
     let yaml = root.join("problem.yaml");
-    let custom = match (config.validation, found) {
-        (Validation::Default, Some(path)) if !config.interactive => {
-            warnings.push(format!(
-                "{}: present but problem.yaml asks for the default validator",
-                path.display()
-            ));
-            None
+    // The default validator can neither talk to a submission nor ask for
+    // another pass.
+    let needs_custom = config.interactive || config.multi_pass;
+    let use_custom = match config.validation {
+        Validation::Default if !needs_custom => {
+            for path in &found.programs {
+                warnings.push(format!(
+                    "{}: present but problem.yaml asks for the default validator",
+                    path.display()
+                ));
+            }
+            false
         }
-        (Validation::Default, None) if !config.interactive => None,
-        (_, Some(path)) => Some(path),
-        (Validation::FromLayout, None) if !config.interactive => None,
-        (_, None) => {
+        _ if !found.programs.is_empty() => true,
+        Validation::FromLayout if !needs_custom => false,
+        _ => {
             return Err(PackageError::invalid(
                 &yaml,
-                "a custom (or interactive) validator is asked for, \
-                 but there is no output_validator/ or output_validators/NAME",
+                "a custom (or interactive, or multi-pass) validator is asked for, \
+                 but there is no output_validator/ or program in output_validators/",
             ));
         }
     };
-    match custom {
-        Some(path) => Ok(OutputValidator::Custom(CustomValidator {
-            name: program_name(&path),
-            path,
-            args: config.validator_args.clone(),
-        })),
-        None => DefaultValidatorFlags::default()
+    if !use_custom {
+        return DefaultValidatorFlags::default()
             .with_args(&config.validator_args)
             .map(OutputValidator::Default)
-            .map_err(|e| PackageError::invalid(&yaml, e.to_string())),
+            .map_err(|e| PackageError::invalid(&yaml, e.to_string()));
     }
+    let companions = found.companions;
+    let mut programs: Vec<CustomValidator> = found
+        .programs
+        .into_iter()
+        .map(|path| CustomValidator {
+            name: program_name(&path),
+            companions: if path.is_file() {
+                companions.clone()
+            } else {
+                Vec::new()
+            },
+            path,
+            args: config.validator_args.clone(),
+        })
+        .collect();
+    if programs.len() == 1 {
+        return Ok(OutputValidator::Custom(programs.remove(0)));
+    }
+    if needs_custom {
+        let what = if config.interactive {
+            "an interactive"
+        } else {
+            "a multi-pass"
+        };
+        let names: Vec<&str> = programs.iter().map(|p| p.name.as_str()).collect();
+        return Err(PackageError::invalid(
+            root.join("output_validators"),
+            format!(
+                "{what} problem takes exactly one output validator; this folder holds \
+                 {} programs ({})",
+                programs.len(),
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(OutputValidator::Several(programs))
 }
 
 /// Every example submission under `submissions/`, by verdict folder then name.
