@@ -86,7 +86,7 @@ impl ValidatorCache {
         &self,
         custom: &CustomValidator,
         languages: &LanguageTable,
-        slot: &Slot,
+        slot: &JudgeSlot,
         toolchain: &dyn Fn(&str) -> Result<Toolchain, JudgeError>,
     ) -> Result<Arc<BuiltValidator>, JudgeError> {
         let key = fingerprint(&custom.path, &custom.companions)?;
