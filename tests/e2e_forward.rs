@@ -489,15 +489,21 @@ async fn webhooks_from_b_wake_the_forwarder() {
     let done = wait_job(&a, job, LONG, "final", is_final).await;
     assert_eq!(done.state, JobState::Completed, "{}", fed.logs());
     assert_eq!(done.result.unwrap().verdict, "Accepted");
-    let b_metrics = fed.b.manager().metrics().await.unwrap();
-    assert!(
-        metric_value(
+    // B counts its delivery once the forwarder has answered it, which may be
+    // after A's job is Completed: waited for, not read once.
+    let start = Instant::now();
+    loop {
+        let b_metrics = fed.b.manager().metrics().await.unwrap();
+        let delivered = metric_value(
             &b_metrics,
-            "judge_webhook_deliveries_total{outcome=\"delivered\"}"
-        )
-        .is_some_and(|n| n >= 1.0),
-        "B delivered the event: {b_metrics}"
-    );
+            "judge_webhook_deliveries_total{outcome=\"delivered\"}",
+        );
+        if delivered.is_some_and(|n| n >= 1.0) {
+            break;
+        }
+        assert!(start.elapsed() < LONG, "B delivered the event: {b_metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let start = Instant::now();
     while forwarder.metric("judge_forward_webhooks_total").await < Some(1.0) {
         assert!(
