@@ -14,6 +14,10 @@ use judge_runner::protocol::{Id, JobView, SubmissionFile};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+mod forwarder;
+#[allow(unused_imports)] // used by e2e_forward and chaos only
+pub use forwarder::Forwarder;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_judge-runner");
 pub const TOKEN: &str = "e2e-manager-token";
 
