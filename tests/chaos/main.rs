@@ -5,7 +5,8 @@
 //! Two runs, both `#[ignore]`d (they take minutes): `chaos_postgres` (two `serve`
 //! on one PostgreSQL the harness owns) and `chaos_sqlite` (one `serve`). Each has
 //! three `daemon`s with disjoint box ranges and one shared package cache, every
-//! daemon reaching the Servers through its own fault proxy.
+//! daemon reaching the Servers through its own fault proxy, and a forwarding
+//! Runner (`judge-runner forward`) judging at a Server B of its own (forward.rs).
 //!
 //!     JUDGE_CHAOS_SECONDS=300 JUDGE_CHAOS_SEED=42 cargo test --test chaos -- --ignored --nocapture
 //!
@@ -24,6 +25,7 @@ mod e2e_common;
 
 mod checker;
 mod db;
+mod forward;
 mod pg;
 mod proxy;
 mod receiver;

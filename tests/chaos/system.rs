@@ -12,6 +12,7 @@ use rand::Rng;
 use rand::rngs::StdRng;
 
 use super::e2e_common::{Daemon, DaemonOpts, Scene, Serve, ServeOpts, TOKEN, free_port};
+use super::forward::ForwardSide;
 use super::pg::Postgres;
 use super::proxy::{Link, Proxy};
 use super::receiver::Receiver;
@@ -43,6 +44,8 @@ pub enum Fault {
     Delay(usize),
     Loss(usize),
     Partition(usize),
+    KillForwarder,
+    StopForwarder,
 }
 
 impl Fault {
@@ -59,6 +62,8 @@ impl Fault {
             Fault::Delay(_) => "link delay",
             Fault::Loss(_) => "link loss",
             Fault::Partition(_) => "link partition",
+            Fault::KillForwarder => "kill -9 forwarder",
+            Fault::StopForwarder => "SIGSTOP forwarder past its lease",
         }
     }
 }
@@ -72,6 +77,8 @@ enum Undo {
     Heal(usize),
     Unfill(PathBuf),
     StartPostgres,
+    StartForwarder,
+    ContForwarder,
 }
 
 pub struct ServerSlot {
@@ -99,6 +106,8 @@ pub struct System {
     pub pg: Option<Postgres>,
     pub servers: Vec<ServerSlot>,
     pub daemons: Vec<DaemonSlot>,
+    /// The forwarding Runner and its Server B.
+    pub forward: Option<ForwardSide>,
     pub receiver: Receiver,
     pub storage: PathBuf,
     pub cache: PathBuf,
@@ -164,6 +173,7 @@ impl System {
             pg,
             servers,
             daemons: Vec::new(),
+            forward: None,
             receiver,
             storage,
             cache,
@@ -205,6 +215,21 @@ impl System {
         for d in &sys.daemons {
             d.daemon.as_ref().unwrap().wait_started().await;
         }
+        let created = sys
+            .manager()
+            .create_runner("chaos-forwarder")
+            .await
+            .unwrap();
+        let side = ForwardSide::start(
+            &sys.scene,
+            upstreams,
+            created.key,
+            created.runner_id,
+            seed,
+            backend == Backend::Sqlite,
+        )
+        .await;
+        sys.forward = Some(side);
         Some(sys)
     }
 
@@ -333,6 +358,16 @@ impl System {
                     assert!(pg.start_again(), "pg_ctl start failed");
                 }
             }
+            Undo::StartForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.start_forwarder(&self.scene);
+                }
+            }
+            Undo::ContForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.cont();
+                }
+            }
         }
     }
 
@@ -347,7 +382,7 @@ impl System {
     pub fn pick_fault(&self, rng: &mut StdRng) -> Option<Fault> {
         let d = rng.random_range(0..DAEMONS);
         let s = rng.random_range(0..self.servers.len());
-        let fault = match rng.random_range(0..10) {
+        let fault = match rng.random_range(0..12) {
             0 => Fault::KillDaemon(d),
             1 => Fault::StopDaemon(d),
             2 => Fault::KillServer(s),
@@ -359,7 +394,9 @@ impl System {
             5 => Fault::FillCache,
             6 => Fault::Delay(d),
             7 => Fault::Loss(d),
-            _ => Fault::Partition(d),
+            8 | 9 => Fault::Partition(d),
+            10 => Fault::KillForwarder,
+            _ => Fault::StopForwarder,
         };
         let daemons_hit = (0..DAEMONS).filter(|&j| self.daemon_busy(j)).count();
         let ok = match fault {
@@ -394,6 +431,13 @@ impl System {
                 .pending
                 .iter()
                 .any(|(_, u)| matches!(u, Undo::Unfill(_))),
+            Fault::KillForwarder | Fault::StopForwarder => {
+                self.forward.is_some()
+                    && !self
+                        .pending
+                        .iter()
+                        .any(|(_, u)| matches!(u, Undo::StartForwarder | Undo::ContForwarder))
+            }
         };
         ok.then_some(fault)
     }
@@ -470,6 +514,20 @@ impl System {
                 self.daemons[i].proxy.set(Link::Partition);
                 self.pending.push((secs(rng, 2, 12), Undo::Heal(i)));
             }
+            Fault::KillForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.kill();
+                }
+                self.pending.push((secs(rng, 1, 5), Undo::StartForwarder));
+            }
+            Fault::StopForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.stop();
+                }
+                let past = LEASE_SECONDS + 2;
+                self.pending
+                    .push((secs(rng, past, past + 3), Undo::ContForwarder));
+            }
         }
     }
 
@@ -521,7 +579,10 @@ impl System {
         std::fs::write(copy.join("data/padding.bin"), padding).unwrap();
         let bytes = judge_runner::demo::examples::tar_gz(&copy).unwrap();
         let _ = std::fs::remove_dir_all(&copy);
-        let m = self.manager();
+        // The one Server of the SQLite run may be down (killed just before).
+        let Some(m) = self.managers().into_iter().next() else {
+            return;
+        };
         let answer = reqwest::Client::new()
             .post(format!("{}/api/problems", m.base_url()))
             .bearer_auth(TOKEN)
@@ -555,16 +616,24 @@ impl System {
     /// started again with it, as an operator would.
     async fn revoke_and_renew(&mut self, i: usize) {
         let old = self.daemons[i].runner_id;
+        let mut revoked = false;
         let created = loop {
-            let m = self.manager();
-            let revoked = reqwest::Client::new()
-                .delete(format!("{}/api/runners/{old}", m.base_url()))
-                .bearer_auth(TOKEN)
-                .send()
-                .await;
-            if revoked.is_ok_and(|r| r.status().is_success())
-                && let Ok(c) = m.create_runner(&format!("chaos-{i}-renewed")).await
-            {
+            // The one Server of the SQLite run may be down (killed just before):
+            // wait for its restart, which tick() does when it is due.
+            let Some(m) = self.managers().into_iter().next() else {
+                self.tick().await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                continue;
+            };
+            if !revoked {
+                revoked = reqwest::Client::new()
+                    .delete(format!("{}/api/runners/{old}", m.base_url()))
+                    .bearer_auth(TOKEN)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+            }
+            if revoked && let Ok(c) = m.create_runner(&format!("chaos-{i}-renewed")).await {
                 break c;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -602,11 +671,19 @@ impl System {
                 self.start_daemon(i);
             }
         }
+        if let Some(f) = &mut self.forward
+            && f.forwarder.is_none()
+        {
+            f.start_forwarder(&self.scene);
+        }
     }
 
     /// SIGTERM to every daemon (each releases or finishes what it holds and exits),
     /// then the last metrics of the Servers.
     pub async fn stop(&mut self) {
+        if let Some(f) = &mut self.forward {
+            f.shut_down();
+        }
         for slot in &mut self.daemons {
             if let Some(d) = &slot.daemon {
                 d.signal(Signal::SIGTERM);
