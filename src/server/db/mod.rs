@@ -14,6 +14,7 @@ pub mod claim;
 pub mod idempotency;
 pub mod jobs;
 pub mod lease;
+pub mod listing;
 pub mod records;
 pub mod trials;
 pub mod views;
