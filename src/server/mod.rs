@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod clock;
+pub mod console;
 pub mod db;
 pub mod error;
 pub mod extract;
