@@ -15,6 +15,7 @@ pub mod console;
 pub mod idempotency;
 pub mod jobs;
 pub mod lease;
+pub mod listing;
 pub mod records;
 pub mod trials;
 pub mod views;
