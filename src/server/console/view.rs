@@ -90,12 +90,12 @@ pub struct Badge {
 
 pub fn state_badge(state: &str) -> Badge {
     let (symbol, class) = match state.parse::<JobState>() {
-        Ok(JobState::Queued) => ("\u{25CB}", "queued"),      // ○
-        Ok(JobState::Running) => ("\u{25B6}", "running"),    // ▶
-        Ok(JobState::Completed) => ("\u{2714}", "ok"),       // ✔
-        Ok(JobState::Failed) => ("\u{2716}", "bad"),         // ✖
-        Ok(JobState::Cancelled) => ("\u{2298}", "muted"),    // ⊘
-        Ok(JobState::Superseded) => ("\u{21B7}", "muted"),   // ↷
+        Ok(JobState::Queued) => ("\u{25CB}", "queued"),   // ○
+        Ok(JobState::Running) => ("\u{25B6}", "running"), // ▶
+        Ok(JobState::Completed) => ("\u{2714}", "ok"),    // ✔
+        Ok(JobState::Failed) => ("\u{2716}", "bad"),      // ✖
+        Ok(JobState::Cancelled) => ("\u{2298}", "muted"), // ⊘
+        Ok(JobState::Superseded) => ("\u{21B7}", "muted"), // ↷
         Err(_) => ("?", "muted"),
     };
     Badge {
@@ -119,10 +119,10 @@ pub fn verdict_badge(verdict: &str) -> Badge {
 /// A Runner's standing.
 pub fn runner_badge(status: &str) -> Badge {
     let (symbol, class) = match status {
-        "online" => ("\u{25CF}", "ok"),      // ●
-        "stale" => ("\u{25D0}", "warn"),     // ◐
-        "revoked" => ("\u{2716}", "bad"),    // ✖
-        _ => ("\u{25CB}", "muted"),          // ○ never seen
+        "online" => ("\u{25CF}", "ok"),   // ●
+        "stale" => ("\u{25D0}", "warn"),  // ◐
+        "revoked" => ("\u{2716}", "bad"), // ✖
+        _ => ("\u{25CB}", "muted"),       // ○ never seen
     };
     Badge {
         symbol,

@@ -38,10 +38,10 @@ impl Db {
         const PRUNE: &str = "DELETE FROM console_sessions WHERE expires_ms <= $1";
         const INSERT: &str = "INSERT INTO console_sessions \
              (secret_hash, scopes, token_id, created_ms, expires_ms) VALUES ($1, $2, $3, $4, $5)";
-        on_pool!(self, pool => sqlx::query(PRUNE).bind(now).execute(pool).await)?;
+        on_pool!(self, pool => sqlx::query(PRUNE).bind(now).execute(pool).await.map(|_| ()))?;
         on_pool!(self, pool => sqlx::query(INSERT)
             .bind(secret_hash).bind(scopes).bind(token_id).bind(now).bind(expires_ms)
-            .execute(pool).await)?;
+            .execute(pool).await.map(|_| ()))?;
         Ok(())
     }
 
@@ -52,18 +52,20 @@ impl Db {
              FROM console_sessions WHERE secret_hash = $1";
         let row: Option<(String, Option<i64>, i64, i64)> = on_reader!(self, pool =>
             sqlx::query_as(SQL).bind(secret_hash).fetch_optional(pool).await)?;
-        Ok(row.map(|(scopes, token_id, created_ms, expires_ms)| SessionRow {
-            scopes,
-            token_id,
-            created_ms,
-            expires_ms,
-        }))
+        Ok(
+            row.map(|(scopes, token_id, created_ms, expires_ms)| SessionRow {
+                scopes,
+                token_id,
+                created_ms,
+                expires_ms,
+            }),
+        )
     }
 
     /// Logout (or an expired session met): the row goes.
     pub async fn delete_console_session(&self, secret_hash: &str) -> Result<(), DbError> {
         const SQL: &str = "DELETE FROM console_sessions WHERE secret_hash = $1";
-        on_pool!(self, pool => sqlx::query(SQL).bind(secret_hash).execute(pool).await)?;
+        on_pool!(self, pool => sqlx::query(SQL).bind(secret_hash).execute(pool).await.map(|_| ()))?;
         Ok(())
     }
 
@@ -84,7 +86,10 @@ impl Db {
             let age = now - t;
             if (0..span).contains(&age) {
                 let back = usize::try_from(age / 60_000).unwrap_or(0);
-                if let Some(slot) = minutes.checked_sub(back + 1).and_then(|i| buckets.get_mut(i)) {
+                if let Some(slot) = minutes
+                    .checked_sub(back + 1)
+                    .and_then(|i| buckets.get_mut(i))
+                {
                     *slot += 1;
                 }
             }
@@ -109,14 +114,14 @@ impl Db {
             "SELECT problem_id, language, files, created_ms FROM submissions WHERE id = $1";
         let row: Option<(i64, String, String, i64)> = on_reader!(self, pool =>
             sqlx::query_as(SQL).bind(submission_id).fetch_optional(pool).await)?;
-        Ok(
-            row.map(|(problem_id, language, files_json, created_ms)| SubmissionSource {
+        Ok(row.map(
+            |(problem_id, language, files_json, created_ms)| SubmissionSource {
                 problem_id,
                 language,
                 files_json,
                 created_ms,
-            }),
-        )
+            },
+        ))
     }
 
     /// When a job was created (its age on the job page).
@@ -133,4 +138,50 @@ impl Db {
             sqlx::query_scalar(SQL).bind(version_id).fetch_optional(pool).await)?;
         Ok(row.flatten())
     }
+
+    /// Refunds and releases of the given jobs (the listing's rows carry
+    /// deliveries only), by job id.
+    pub async fn job_give_backs(&self, ids: &[i64]) -> Result<Vec<(i64, i64, i64)>, DbError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (low, high) = (
+            ids.iter().copied().min().unwrap_or(0),
+            ids.iter().copied().max().unwrap_or(0),
+        );
+        const SQL: &str = "SELECT id, refunds, releases FROM jobs WHERE id >= $1 AND id <= $2";
+        let rows: Vec<(i64, i64, i64)> = on_reader!(self, pool =>
+            sqlx::query_as(SQL).bind(low).bind(high).fetch_all(pool).await)?;
+        Ok(rows.into_iter().filter(|r| ids.contains(&r.0)).collect())
+    }
+
+    /// Per problem version: jobs still live (Queued or Running) and all jobs.
+    pub async fn jobs_per_version(&self) -> Result<Vec<(i64, i64, i64)>, DbError> {
+        const SQL: &str = "SELECT problem_version_id, \
+             CAST(SUM(CASE WHEN state IN ('Queued', 'Running') THEN 1 ELSE 0 END) AS BIGINT), \
+             CAST(COUNT(*) AS BIGINT) FROM jobs GROUP BY problem_version_id";
+        Ok(on_reader!(self, pool => sqlx::query_as(SQL).fetch_all(pool).await)?)
+    }
+
+    /// The newest `limit` trials, newest first.
+    pub async fn recent_trials(&self, limit: i64) -> Result<Vec<TrialLine>, DbError> {
+        const SQL: &str = "SELECT id, language, state, runner_id, deliveries, failure_reason, \
+             timings, created_ms FROM trials ORDER BY id DESC LIMIT $1";
+        let rows: Vec<TrialLine> = on_reader!(self, pool =>
+            sqlx::query_as(SQL).bind(limit).fetch_all(pool).await)?;
+        Ok(rows)
+    }
+}
+
+/// One trial as the console lists it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TrialLine {
+    pub id: i64,
+    pub language: String,
+    pub state: String,
+    pub runner_id: Option<i64>,
+    pub deliveries: i64,
+    pub failure_reason: Option<String>,
+    pub timings: Option<String>,
+    pub created_ms: i64,
 }
