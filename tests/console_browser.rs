@@ -59,7 +59,10 @@ impl Driver {
             {
                 break;
             }
-            assert!(started.elapsed() < Duration::from_secs(60), "chromedriver did not answer");
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "chromedriver did not answer"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Driver { child, url }
@@ -87,12 +90,13 @@ async fn browser(driver: &Driver) -> Client {
     if let Some(chromium) = which("chromium") {
         options["binary"] = serde_json::json!(chromium);
     }
-    let caps: serde_json::Map<String, serde_json::Value> = serde_json::from_value(serde_json::json!({
-        "browserName": "chrome",
-        "goog:chromeOptions": options,
-        "unhandledPromptBehavior": "ignore",
-    }))
-    .unwrap();
+    let caps: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_value(serde_json::json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": options,
+            "unhandledPromptBehavior": "ignore",
+        }))
+        .unwrap();
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
         .connect(&driver.url)
@@ -108,7 +112,10 @@ where
 {
     let started = Instant::now();
     while !probe().await {
-        assert!(started.elapsed() < LONG, "not reached within {LONG:?}: {what}");
+        assert!(
+            started.elapsed() < LONG,
+            "not reached within {LONG:?}: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
@@ -208,12 +215,19 @@ async fn console_in_a_real_browser() {
         text_of(&c, "main h1").await.contains("Completed")
     })
     .await;
-    assert!(text_of(&c, "main h1").await.contains("Accepted"), "{}", scene.logs());
+    assert!(
+        text_of(&c, "main h1").await.contains("Accepted"),
+        "{}",
+        scene.logs()
+    );
     // The live refresh swapped <main>, not the page: the URL is the same.
     assert_eq!(path_of(&c).await, format!("/console/jobs/{job}"));
 
     // The per-test chart: one bar per test, with its time as a tooltip, and the table.
-    let bars = c.find_all(Locator::Css("figure.chart svg rect.bar")).await.unwrap();
+    let bars = c
+        .find_all(Locator::Css("figure.chart svg rect.bar"))
+        .await
+        .unwrap();
     assert_eq!(bars.len(), 2 * 4, "a CPU bar and a memory bar per test");
     let rows = c.find_all(Locator::Css("#tests tbody tr")).await.unwrap();
     assert_eq!(rows.len(), 4);
@@ -261,9 +275,7 @@ async fn console_in_a_real_browser() {
     .await;
 
     // A long job on the Runner; revoke the Runner from the console while it runs.
-    let slow = format!(
-        "import sys, time\ntime.sleep(25)\nsys.stdout.write(sys.stdin.read())\n"
-    );
+    let slow = format!("import sys, time\ntime.sleep(25)\nsys.stdout.write(sys.stdin.read())\n");
     let long = manager
         .submit(
             problem,
@@ -290,12 +302,14 @@ async fn console_in_a_real_browser() {
     screenshot(&c, "overview").await;
     c.goto(&format!("{base}/console/runners")).await.unwrap();
     screenshot(&c, "runners").await;
-    c.find(Locator::Css(&format!("a[href='/console/runners/{runner}/revoke']")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    c.find(Locator::Css(&format!(
+        "a[href='/console/runners/{runner}/revoke']"
+    )))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
     let confirm = c.find(Locator::Css("form.confirm button")).await.unwrap();
     assert!(confirm.text().await.unwrap().contains("Revoke Runner"));
     confirm.click().await.unwrap();
@@ -304,7 +318,9 @@ async fn console_in_a_real_browser() {
     })
     .await;
     assert!(text_of(&c, "#runners").await.contains("revoked"));
-    c.goto(&format!("{base}/console/jobs/{long}")).await.unwrap();
+    c.goto(&format!("{base}/console/jobs/{long}"))
+        .await
+        .unwrap();
     wait_until("the revoked Runner's job is Queued again", || async {
         text_of(&c, "main h1").await.contains("Queued")
     })
@@ -321,7 +337,10 @@ async fn console_in_a_real_browser() {
         .click()
         .await
         .unwrap();
-    wait_until("logged out", || async { path_of(&c).await == "/console/login" }).await;
+    wait_until("logged out", || async {
+        path_of(&c).await == "/console/login"
+    })
+    .await;
     let read_token = {
         let r = reqwest::Client::new()
             .post(format!("{base}/api/tokens"))
@@ -345,8 +364,14 @@ async fn console_in_a_real_browser() {
     ] {
         c.goto(&format!("{base}{path}")).await.unwrap();
         assert_eq!(action_forms(&c).await, Vec::<String>::new(), "{path}");
-        let buttons = c.find_all(Locator::Css("main form[method=post] button, main a.button")).await.unwrap();
-        assert!(buttons.is_empty(), "{path} offers an action to a read-only session");
+        let buttons = c
+            .find_all(Locator::Css("main form[method=post] button, main a.button"))
+            .await
+            .unwrap();
+        assert!(
+            buttons.is_empty(),
+            "{path} offers an action to a read-only session"
+        );
     }
     assert!(text_of(&c, ".role").await.contains("read-only"));
 

@@ -370,7 +370,7 @@ async fn scenario(name: &str, database: String) {
             "{path}: {:?}",
             action_forms(&page)
         );
-        for word in ["Rejudge", "Cancel job", "Revoke", "Upload"] {
+        for word in ["Rejudge", "Cancel job", "Revoke", "Upload a package"] {
             assert!(!page.contains(word), "{path} offers {word}");
         }
         assert!(!page.contains(&read_token));

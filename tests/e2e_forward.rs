@@ -904,9 +904,7 @@ async fn sigterm_finishes_within_grace_else_releases() {
 
 /// B's token with exactly the scopes the forwarder needs (`problems:write`,
 /// `submissions:write`, `console:read`) forwards a job; one without
-/// `submissions:write` is refused at start naming it. Skipped while B's
-/// `POST /api/tokens` does not grant these scopes (it answers 400), so it runs
-/// from the day the scoped tokens are in.
+/// `submissions:write` is refused at start naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_scoped_token_forwards_once_scopes_exist() {
     let fed = Federation::start(Setup {
@@ -936,11 +934,9 @@ async fn a_scoped_token_forwards_once_scopes_exist() {
             Some(body["token"].as_str().unwrap().to_string())
         }
     };
-    let Some(scoped) = token(&["problems:write", "submissions:write", "console:read"]).await else {
-        eprintln!("skipped: B does not grant the forwarder's scopes yet");
-        fed.cleanup().await;
-        return;
-    };
+    let scoped = token(&["problems:write", "submissions:write", "console:read"])
+        .await
+        .expect("B grants the forwarder's scopes (CONTRACT §7)");
     let reader = token(&["problems:write", "console:read"]).await.unwrap();
     let mut refused = Forwarder::start(
         &fed.scene,

@@ -8,6 +8,7 @@
 //!   background, answering a [`ServerHandle`] (tests, the demo);
 //! - [`serve`] is `start` until SIGINT/SIGTERM (the `serve` command).
 
+pub mod activity;
 pub mod auth;
 pub mod clock;
 pub mod console;

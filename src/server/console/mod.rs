@@ -14,7 +14,6 @@
 
 pub mod error;
 pub mod pages;
-pub mod scopes;
 pub mod session;
 pub mod view;
 

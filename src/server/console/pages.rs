@@ -13,13 +13,13 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 
 use super::error::{ConsoleError, safe_next};
-use super::scopes;
 use super::session::{self, Session};
 use super::view::{
     Badge, Chart, When, bar_chart, bytes, duration, runner_badge, score, state_badge, verdict_badge,
 };
+use crate::protocol::codes::scope as scopes;
 use crate::protocol::{JobState, SubmissionFile};
-use crate::server::db::listing::{Listing, PageRequest, WorkFilter};
+use crate::server::db::listing::{Listing, PageRequest};
 use crate::server::db::records::NewVersion;
 use crate::server::state::AppState;
 use crate::server::storage::Storage;
@@ -446,8 +446,9 @@ pub async fn revoke(
 
 // --- jobs -----------------------------------------------------------------------
 
+/// The filter form's fields, to show them again (the API's `WorkQuery` checks
+/// the query itself, unknown fields included).
 #[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub struct JobsQuery {
     #[serde(default)]
     state: String,
@@ -459,6 +460,8 @@ pub struct JobsQuery {
     runner_id: String,
     #[serde(default)]
     verdict: String,
+    #[serde(default)]
+    limit: Option<String>,
     #[serde(default)]
     cursor: Option<String>,
 }
@@ -488,54 +491,43 @@ struct JobsPage {
     next_page: Option<String>,
 }
 
-/// The listing's filter from the console's query; an unknown value is 400, as on
-/// the API.
-fn work_filter(state: &AppState, q: &JobsQuery) -> Result<WorkFilter, ConsoleError> {
-    let bad = |what: &str, v: &str| ConsoleError::BadRequest(format!("unknown {what} {v:?}"));
-    let id = |what: &str, v: &str| -> Result<Option<i64>, ConsoleError> {
-        if v.is_empty() {
-            return Ok(None);
-        }
-        v.parse::<i64>()
-            .ok()
-            .filter(|n| *n > 0)
-            .map(Some)
-            .ok_or_else(|| bad(what, v))
-    };
-    let job_state = if q.state.is_empty() {
-        None
-    } else {
-        Some(
-            q.state
-                .parse::<JobState>()
-                .map_err(|_| bad("state", &q.state))?,
-        )
-    };
-    let language = if q.language.is_empty() {
-        None
-    } else if state.config.languages.iter().any(|l| *l == q.language) {
-        Some(q.language.clone())
-    } else {
-        return Err(bad("language", &q.language));
-    };
-    Ok(WorkFilter {
-        state: job_state,
-        language,
-        problem_id: id("problem_id", &q.problem_id)?,
-        runner_id: id("runner_id", &q.runner_id)?,
-        verdict: (!q.verdict.is_empty()).then(|| q.verdict.clone()),
-        ..WorkFilter::default()
-    })
+/// The query without its empty fields (an HTML filter form sends every field,
+/// most of them empty; "any" is the field left out).
+fn without_empty(raw: Option<&str>) -> String {
+    raw.unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.ends_with('='))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Reads `query` as `T` the way axum's `Query` would, 400 on anything else.
+fn parse_query<T: serde::de::DeserializeOwned>(query: &str) -> Result<T, ConsoleError> {
+    let uri: axum::http::Uri = format!("/?{query}")
+        .parse()
+        .map_err(|_| ConsoleError::BadRequest("the query is not a valid URI query".to_string()))?;
+    Query::<T>::try_from_uri(&uri)
+        .map(|Query(v)| v)
+        .map_err(|e| ConsoleError::BadRequest(format!("invalid query: {e}")))
 }
 
 pub async fn jobs(
     State(state): State<AppState>,
     session: Session,
-    q: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Page {
-    let q = query(q)?;
-    let filter = work_filter(&state, &q)?;
-    let page = page_of(Listing::Jobs, q.cursor.as_deref())?;
+    let cleaned = without_empty(raw.as_deref());
+    let q: JobsQuery = parse_query(&cleaned)?;
+    // The API's own filter check (GET /api/jobs): unknown values are 400 here too.
+    let api: crate::server::routes::listing::WorkQuery = parse_query(&cleaned)?;
+    let filter = crate::server::routes::listing::work_filter(&state, &api).await?;
+    let limit = q.limit.as_deref().and_then(|l| l.parse::<i64>().ok());
+    let page = PageRequest::parse(
+        Listing::Jobs,
+        Some(limit.unwrap_or(i64::from(PAGE_ROWS))),
+        q.cursor.as_deref(),
+    )
+    .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
     let listed = state.db.list_jobs(&filter, page).await?;
     let ids: Vec<i64> = listed.items.iter().map(|j| j.id).collect();
     let give_backs = state.db.job_give_backs(&ids).await?;
@@ -568,17 +560,14 @@ pub async fn jobs(
         })
         .collect();
     let next_page = listed.next_cursor.map(|c| {
+        let kept: Vec<&str> = cleaned
+            .split('&')
+            .filter(|p| !p.is_empty() && !p.starts_with("cursor="))
+            .collect();
         let mut url = String::from("/console/jobs?");
-        for (k, v) in [
-            ("state", &q.state),
-            ("language", &q.language),
-            ("problem_id", &q.problem_id),
-            ("runner_id", &q.runner_id),
-            ("verdict", &q.verdict),
-        ] {
-            if !v.is_empty() {
-                url.push_str(&format!("{k}={}&", encode(v)));
-            }
+        for pair in kept {
+            url.push_str(pair);
+            url.push('&');
         }
         url.push_str(&format!("cursor={}", encode(&c)));
         url

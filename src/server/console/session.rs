@@ -13,7 +13,7 @@ use axum::http::request::Parts;
 use subtle::ConstantTimeEq as _;
 
 use super::error::ConsoleError;
-use super::scopes;
+use crate::protocol::codes::scope as scopes;
 use crate::server::auth::{Caller, new_secret};
 use crate::server::clock::Millis;
 use crate::server::state::{AppState, digest};

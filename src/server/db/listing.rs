@@ -237,6 +237,16 @@ pub struct QueueSummary {
     pub results_per_minute: f64,
 }
 
+/// Counts per state, Queued per language, the oldest Queued job's creation, the
+/// claims and the Results of the window.
+type QueueRows = (
+    Vec<(String, i64)>,
+    Vec<(String, i64)>,
+    Option<i64>,
+    i64,
+    i64,
+);
+
 /// A value bound to a `$N` placeholder of a built query.
 #[derive(Debug, Clone)]
 enum Arg {
@@ -619,13 +629,7 @@ impl Db {
         const CLAIMS: &str = "SELECT COUNT(*) FROM jobs WHERE claimed_ms >= $1";
         const RESULTS: &str = "SELECT COUNT(*) FROM results WHERE created_ms >= $1";
         let since = now.saturating_sub(RATE_WINDOW_MS);
-        let (states, languages, oldest, claims, results): (
-            Vec<(String, i64)>,
-            Vec<(String, i64)>,
-            Option<i64>,
-            i64,
-            i64,
-        ) = on_reader!(self, pool => {
+        let (states, languages, oldest, claims, results): QueueRows = on_reader!(self, pool => {
             let states = sqlx::query_as(BY_STATE).fetch_all(pool).await?;
             let languages = sqlx::query_as(BY_LANGUAGE).fetch_all(pool).await?;
             let oldest = sqlx::query_scalar(OLDEST).fetch_optional(pool).await?;
@@ -650,6 +654,22 @@ impl Db {
             claims_per_minute: claims as f64 / window_minutes,
             results_per_minute: results as f64 / window_minutes,
         })
+    }
+
+    /// Does problem `id` exist?
+    pub async fn problem_exists(&self, id: i64) -> Result<bool, DbError> {
+        const SQL: &str = "SELECT id FROM problems WHERE id = $1";
+        let found: Option<i64> = on_reader!(self, pool => sqlx::query_scalar(SQL)
+            .bind(id).fetch_optional(pool).await)?;
+        Ok(found.is_some())
+    }
+
+    /// Does runner `id` exist (revoked or not)?
+    pub async fn runner_exists(&self, id: i64) -> Result<bool, DbError> {
+        const SQL: &str = "SELECT id FROM runners WHERE id = $1";
+        let found: Option<i64> = on_reader!(self, pool => sqlx::query_scalar(SQL)
+            .bind(id).fetch_optional(pool).await)?;
+        Ok(found.is_some())
     }
 
     /// Records a Runner's call at `now` (and, from a claim, its languages and
