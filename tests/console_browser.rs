@@ -11,7 +11,7 @@
 //! `chromium-driver`, `chromium`): without chromedriver it prints why and passes
 //! as skipped (under CI=true it fails instead). Nothing waits a fixed time:
 //! every wait polls with a generous deadline.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::tests_outside_test_module)]
 
 mod e2e_common;
 
@@ -236,6 +236,13 @@ async fn console_in_a_real_browser() {
     assert!(shown.contains(SCRIPT), "source shown as text: {shown:?}");
     assert!(c.get_alert_text().await.is_err(), "no alert ran");
     screenshot(&c, "job").await;
+    c.execute(
+        "document.getElementById('h-tests').scrollIntoView()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    screenshot(&c, "job-tests").await;
 
     // A forged POST without the CSRF token, from the page itself, is refused.
     let status = c
@@ -275,7 +282,7 @@ async fn console_in_a_real_browser() {
     .await;
 
     // A long job on the Runner; revoke the Runner from the console while it runs.
-    let slow = format!("import sys, time\ntime.sleep(25)\nsys.stdout.write(sys.stdin.read())\n");
+    let slow = "import sys, time\ntime.sleep(25)\nsys.stdout.write(sys.stdin.read())\n";
     let long = manager
         .submit(
             problem,

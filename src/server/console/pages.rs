@@ -315,12 +315,12 @@ pub async fn overview(State(state): State<AppState>, session: Session) -> Page {
         oldest_waiting: if queue.by_state.get("Queued").copied().unwrap_or(0) == 0 {
             "nothing is waiting".to_string()
         } else {
-            duration(queue.oldest_queued_seconds as i64)
+            duration(whole(queue.oldest_queued_seconds))
         },
         runners,
         failures,
-        claims_per_minute: format!("{:.1}", queue.claims_per_minute),
-        results_per_minute: format!("{:.1}", queue.results_per_minute),
+        claims_per_minute: format!("{:.2}", queue.claims_per_minute),
+        results_per_minute: format!("{:.2}", queue.results_per_minute),
         throughput,
     })
 }
@@ -686,11 +686,19 @@ fn text(row: &serde_json::Value, key: &str) -> String {
     }
 }
 
+/// Named values for a chart.
+type Series = Vec<(String, f64)>;
+
+/// A non-negative float, whole (saturating; NaN is 0).
+fn whole(x: f64) -> i64 {
+    #[allow(clippy::cast_possible_truncation)] // saturating by definition of `as`
+    let n = x.max(0.0).round() as i64;
+    n
+}
+
 /// The per-test rows of a `details` attachment (read leniently: the Server never
 /// depends on the Runner's document beyond showing it).
-fn test_lines(
-    details: &serde_json::Value,
-) -> (Vec<TestLine>, Vec<(String, f64)>, Vec<(String, f64)>) {
+fn test_lines(details: &serde_json::Value) -> (Vec<TestLine>, Series, Series) {
     let rows = details
         .as_array()
         .cloned()
@@ -717,7 +725,7 @@ fn test_lines(
             status: text(row, "status"),
             cpu: format!("{:.3} s", num(row, "cpu_seconds")),
             wall: format!("{:.3} s", num(row, "wall_seconds")),
-            memory: bytes(memory.max(0.0) as u64),
+            memory: bytes(u64::try_from(whole(memory)).unwrap_or(0)),
             score: score(num(row, "score")),
             message: match passes {
                 Some(p) if !p.is_empty() => format!("{} passes. {message}", p.len()),

@@ -142,6 +142,10 @@ pub struct Bar {
     pub label: String,
     /// Over the limit: drawn with a hatch as well as a colour.
     pub over: bool,
+    /// The axis label under the bar (empty when there are too many bars).
+    pub tick: String,
+    /// The x of the bar's centre.
+    pub mid: f64,
 }
 
 /// A bar chart: bars, a horizontal reference line (a limit) and axis labels.
@@ -166,7 +170,8 @@ pub fn bar_chart(
 ) -> Chart {
     const HEIGHT: f64 = 160.0;
     const TOP: f64 = 12.0;
-    let width = 640.0_f64;
+    let width = 1200.0_f64;
+    let ticks = values.len() <= 30;
     let top_value = values
         .iter()
         .map(|(_, v)| *v)
@@ -185,8 +190,20 @@ pub fn bar_chart(
         .enumerate()
         .map(|(i, (name, v))| {
             let h = (v * scale).max(if *v > 0.0 { 1.0 } else { 0.0 });
+            let x = i as f64 * slot + (slot - bar_width) / 2.0;
             Bar {
-                x: i as f64 * slot + (slot - bar_width) / 2.0,
+                x,
+                mid: x + bar_width / 2.0,
+                tick: if ticks {
+                    name.rsplit('/')
+                        .next()
+                        .unwrap_or(name)
+                        .chars()
+                        .take(12)
+                        .collect()
+                } else {
+                    String::new()
+                },
                 y: HEIGHT - h,
                 width: bar_width,
                 height: h,
