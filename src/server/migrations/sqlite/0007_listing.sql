@@ -23,3 +23,7 @@ CREATE INDEX results_by_verdict ON results (verdict, evaluation_job_id);
 CREATE INDEX results_by_time ON results (created_ms);
 CREATE INDEX submissions_by_language ON submissions (language, id);
 CREATE INDEX submissions_by_problem ON submissions (problem_id, id);
+-- `?since=` / `?until=` windows deep in the history: a range of these, not a walk
+-- of every newer row.
+CREATE INDEX jobs_by_created ON jobs (created_ms);
+CREATE INDEX submissions_by_created ON submissions (created_ms);
