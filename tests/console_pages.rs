@@ -3,7 +3,11 @@
 //! login and the session cookie's attributes, the security headers, CSRF
 //! refusal, a read-only session (no action forms, its POSTs refused), escaping
 //! of a submission's source, and the 400 / 404 / expired-session answers.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::tests_outside_test_module)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::tests_outside_test_module
+)]
 
 mod e2e_common;
 
