@@ -135,6 +135,39 @@ impl User {
         req.send().await.unwrap()
     }
 
+    /// `POST /console/problems` as the upload form sends it: `fields` in order,
+    /// then the package.
+    async fn upload(&self, fields: &[(&str, &[u8])], package: &[u8]) -> reqwest::Response {
+        const B: &str = "----console-test-boundary";
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend_from_slice(
+                format!("--{B}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                    .as_bytes(),
+            );
+            body.extend_from_slice(value);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(
+            format!(
+                "--{B}\r\nContent-Disposition: form-data; name=\"package\"; filename=\"p.tar.gz\"\r\n\
+                 Content-Type: application/gzip\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(package);
+        body.extend_from_slice(format!("\r\n--{B}--\r\n").as_bytes());
+        let mut req = self
+            .http
+            .post(format!("{}/console/problems", self.base))
+            .header(CONTENT_TYPE, format!("multipart/form-data; boundary={B}"))
+            .body(body);
+        if let Some(c) = &self.cookie {
+            req = req.header(COOKIE, c);
+        }
+        req.send().await.unwrap()
+    }
+
     /// Logs in; answers the `Set-Cookie` header.
     async fn login(&mut self, token: &str) -> String {
         let r = self
@@ -341,6 +374,34 @@ async fn scenario(name: &str, database: String) {
         .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 
+    // Uploading a package from the console: refused without the CSRF token
+    // (nothing stored), accepted with it as a new version of the problem.
+    let package = judge_runner::demo::examples::tar_gz(&slow_problem(scene.dir.path(), 3)).unwrap();
+    let forged = user
+        .upload(&[("problem_id", problem.to_string().as_bytes())], &package)
+        .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let stored = user
+        .upload(
+            &[
+                ("csrf", csrf.as_bytes()),
+                ("problem_id", problem.to_string().as_bytes()),
+                ("time_limit", b"2"),
+            ],
+            &package,
+        )
+        .await;
+    assert_eq!(stored.status(), StatusCode::CREATED);
+    let problems = user.page("/console/problems").await;
+    assert!(
+        problems.contains("latest") && problems.contains("2 s"),
+        "a second version with its limit"
+    );
+    let bad = user
+        .upload(&[("csrf", csrf.as_bytes())], b"not a tar.gz")
+        .await;
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
     // With the token: the action works and lands on the job.
     let r = user.post(&cancel, &[("csrf", csrf.as_str())]).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
@@ -390,6 +451,10 @@ async fn scenario(name: &str, database: String) {
         let r = reader.post(&path, &[("csrf", reader_csrf.as_str())]).await;
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "read-only POST {path}");
     }
+    let r = reader
+        .upload(&[("csrf", reader_csrf.as_bytes())], &package)
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN, "read-only upload");
     let r = reader
         .get(&format!("/console/runners/{runner}/revoke"))
         .await;
