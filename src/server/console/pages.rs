@@ -32,8 +32,16 @@ const PAGE_ROWS: u32 = 50;
 const SHOW_BYTES: usize = 256 << 10;
 /// A `details` attachment larger than this is not parsed for the page.
 const DETAILS_BYTES: u64 = 16 << 20;
-/// A Runner heard from within this long is online; before that, stale.
+/// A Runner heard from within this long is online (or within half a lease, when
+/// that is longer: a busy Runner calls at least every third of one); before
+/// that, stale.
 const ONLINE_MS: i64 = 60_000;
+
+fn online_ms(state: &AppState) -> i64 {
+    i64::try_from(state.config.lease_seconds.saturating_mul(500))
+        .unwrap_or(i64::MAX)
+        .max(ONLINE_MS)
+}
 
 type Page = Result<Response, ConsoleError>;
 
@@ -224,11 +232,11 @@ struct OverviewPage {
     throughput: Chart,
 }
 
-fn runner_status(revoked: bool, last_seen_ms: Option<i64>, now: i64) -> &'static str {
+fn runner_status(revoked: bool, last_seen_ms: Option<i64>, now: i64, online: i64) -> &'static str {
     match (revoked, last_seen_ms) {
         (true, _) => "revoked",
         (false, None) => "never seen",
-        (false, Some(t)) if now - t <= ONLINE_MS => "online",
+        (false, Some(t)) if now - t <= online => "online",
         (false, Some(_)) => "stale",
     }
 }
@@ -263,6 +271,7 @@ pub async fn overview(State(state): State<AppState>, session: Session) -> Page {
                 r.revoked_at.is_some(),
                 r.last_seen_at.map(|t| t.timestamp_millis()),
                 now,
+                online_ms(&state),
             );
             let i = ["online", "stale", "revoked", "never seen"]
                 .iter()
@@ -380,7 +389,12 @@ pub async fn runners(
             let seen = r.last_seen_at.map(|t| t.timestamp_millis());
             RunnerLine {
                 id: r.runner_id,
-                status: runner_badge(runner_status(r.revoked_at.is_some(), seen, now)),
+                status: runner_badge(runner_status(
+                    r.revoked_at.is_some(),
+                    seen,
+                    now,
+                    online_ms(&state),
+                )),
                 revoked: r.revoked_at.is_some(),
                 last_seen: seen.map(|t| When::at(t, now)),
                 languages: r.languages.join(" "),
@@ -1229,4 +1243,23 @@ pub async fn trials(State(state): State<AppState>, session: Session) -> Page {
 /// nothing to a stranger).
 pub async fn not_found(_session: Session, uri: axum::http::Uri) -> ConsoleError {
     ConsoleError::NotFound(format!("there is no console page {}", uri.path()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_filter_fields_are_left_out_and_runners_age_into_stale() {
+        assert_eq!(
+            without_empty(Some("state=&language=python3&problem_id=&verdict=Accepted")),
+            "language=python3&verdict=Accepted"
+        );
+        assert_eq!(without_empty(None), "");
+        assert_eq!(runner_status(false, Some(1_000), 30_000, 60_000), "online");
+        assert_eq!(runner_status(false, Some(1_000), 90_000, 60_000), "stale");
+        assert_eq!(runner_status(false, None, 90_000, 60_000), "never seen");
+        assert_eq!(runner_status(true, Some(89_000), 90_000, 60_000), "revoked");
+        assert_eq!(encode("a b/é"), "a%20b%2F%C3%A9");
+    }
 }
