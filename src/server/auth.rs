@@ -97,6 +97,23 @@ async fn identify_with(
     check: RunnerCheck,
 ) -> Result<Caller, ApiError> {
     let token = presented_secret(parts).ok_or(ApiError::AuthRequired)?;
+    identify_secret(token, state, check).await
+}
+
+/// Identifies the holder of a secret given some other way than the header: the
+/// console's login form.
+pub async fn identify_token(token: &str, state: &AppState) -> Result<Caller, ApiError> {
+    identify_secret(token.trim(), state, RunnerCheck::Fresh).await
+}
+
+async fn identify_secret(
+    token: &str,
+    state: &AppState,
+    check: RunnerCheck,
+) -> Result<Caller, ApiError> {
+    if token.is_empty() {
+        return Err(ApiError::AuthRequired);
+    }
     let presented = digest(token);
     if same_digest(&presented, state.manager_token_digest()) {
         return Ok(Caller::Manager);

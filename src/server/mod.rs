@@ -11,6 +11,7 @@
 pub mod activity;
 pub mod auth;
 pub mod clock;
+pub mod console;
 pub mod db;
 pub mod error;
 pub mod extract;

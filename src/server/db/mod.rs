@@ -11,6 +11,7 @@
 //! `$N` on both backends (SQLite reads `$N` as the N-th argument).
 
 pub mod claim;
+pub mod console;
 pub mod idempotency;
 pub mod jobs;
 pub mod lease;

@@ -109,7 +109,7 @@ pub struct ProblemPage {
 /// Checks a work query's filters: 400 `request.invalid` for a state that is none,
 /// a language this Server does not accept, a problem or runner that does not
 /// exist, an empty or overlong verdict, or `since` after `until`.
-async fn work_filter(state: &AppState, q: &WorkQuery) -> Result<WorkFilter, ApiError> {
+pub async fn work_filter(state: &AppState, q: &WorkQuery) -> Result<WorkFilter, ApiError> {
     let job_state = q
         .state
         .as_deref()

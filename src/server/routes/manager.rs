@@ -86,6 +86,11 @@ pub async fn revoke_runner(
     _: ManagerAuth,
     ApiPath(runner_id): ApiPath<i64>,
 ) -> Result<Json<RunnerRevoked>, ApiError> {
+    revoke(&state, runner_id).await.map(Json)
+}
+
+/// Revokes a Runner's key and requeues what it held (the API and the console).
+pub async fn revoke(state: &AppState, runner_id: i64) -> Result<RunnerRevoked, ApiError> {
     if !state
         .db
         .mark_runner_revoked(runner_id, state.now_ms())
@@ -103,12 +108,12 @@ pub async fn revoke_runner(
         .db
         .requeue(WorkKind::Trial, Sweep::OfRunner(runner_id))
         .await?;
-    crate::server::reaper::after_requeue(&state, &jobs, &trials).await;
-    Ok(Json(RunnerRevoked {
+    crate::server::reaper::after_requeue(state, &jobs, &trials).await;
+    Ok(RunnerRevoked {
         runner_id,
         revoked: true,
         requeued: (jobs.len() + trials.len()) as u64,
-    }))
+    })
 }
 
 #[utoipa::path(

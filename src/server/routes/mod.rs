@@ -243,6 +243,7 @@ pub fn router(state: AppState) -> Router {
         .merge(json)
         .merge(uploads)
         .merge(ops)
+        .merge(crate::server::console::router(state.config.max_upload))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .with_state(state)
