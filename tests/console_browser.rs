@@ -4,8 +4,11 @@
 //! live refresh, no reload); its per-test chart; rejudge it; revoke the Runner
 //! while it runs a job and see the job back in Queued; a forged POST without the
 //! CSRF token refused; the script in a source shown as text; a read-only session
-//! offered no action. It writes screenshots of the main pages to
-//! `docs/console/*.png` (docs/console.md shows them).
+//! offered no action. It takes screenshots of the main pages (each a PNG
+//! checked for its signature): into `docs/console/*.png`, which docs/console.md
+//! shows, when `JUDGE_CONSOLE_SCREENSHOTS=1` is set (how they are remade), else
+//! into the test's own temporary directory, so a `cargo test` leaves the
+//! checkout as it found it.
 //!
 //! Needs root (the daemon) and `chromedriver` + `chromium` (Debian packages
 //! `chromium-driver`, `chromium`): without chromedriver it prints why and passes
@@ -135,10 +138,21 @@ async fn path_of(c: &Client) -> String {
     c.current_url().await.unwrap().path().to_string()
 }
 
+/// Where the screenshots go: docs/console when asked for, else a directory of
+/// this test run's own (removed at the end).
+fn screenshot_dir() -> PathBuf {
+    if std::env::var_os("JUDGE_CONSOLE_SCREENSHOTS").is_some() {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console")
+    } else {
+        std::env::temp_dir().join(format!("judge-runner-console-{}", std::process::id()))
+    }
+}
+
 async fn screenshot(c: &Client, name: &str) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console");
+    let dir = screenshot_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let png = c.screenshot().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG");
     std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
 }
 
@@ -385,4 +399,7 @@ async fn console_in_a_real_browser() {
     c.close().await.unwrap();
     drop(daemon);
     drop(serve);
+    if std::env::var_os("JUDGE_CONSOLE_SCREENSHOTS").is_none() {
+        let _ = std::fs::remove_dir_all(screenshot_dir());
+    }
 }
