@@ -11,6 +11,8 @@
 
 mod e2e_common;
 
+use e2e_common::postgres::{admin, postgres_url, with_database};
+
 use std::time::Duration;
 
 use e2e_common::{Scene, Serve, ServeOpts, TOKEN, slow_problem, upload};
@@ -20,40 +22,6 @@ use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, S
 use sqlx::Connection as _;
 
 const SCRIPT: &str = "<script>alert(1)</script>";
-
-fn postgres_url() -> Option<String> {
-    match std::env::var("DATABASE_URL_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but DATABASE_URL_POSTGRES is unset"
-            );
-            None
-        }
-    }
-}
-
-/// `postgres://u@h:p/db?x` → the same server, database `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (head, query) = url
-        .split_once('?')
-        .map_or((url, None), |(h, q)| (h, Some(q)));
-    let base = head.rsplit_once('/').map_or(head, |(b, _)| b);
-    match query {
-        Some(q) => format!("{base}/{name}?{q}"),
-        None => format!("{base}/{name}"),
-    }
-}
-
-async fn pg_admin(url: &str, sql: String) {
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
 
 /// Every console session of the Server's database ends now (written in the
 /// database itself, as time passing would).
@@ -541,7 +509,7 @@ async fn console_pages_on_postgres() {
         return;
     };
     let name = format!("console_{}_{}", std::process::id(), rand::random::<u32>());
-    pg_admin(&url, format!("CREATE DATABASE {name}")).await;
+    admin(&url, format!("CREATE DATABASE {name}")).await;
     scenario("console-postgres", with_database(&url, &name)).await;
-    pg_admin(&url, format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    admin(&url, format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
 }

@@ -16,6 +16,7 @@ mod e2e_common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use e2e_common::disk::{Tmpfs, fill};
 use e2e_common::*;
 use judge_runner::protocol::JobState;
 use nix::sys::signal::Signal;
@@ -555,48 +556,6 @@ async fn broken_sandbox_refused_at_start_and_pauses_claims() {
     assert_eq!(done.deliveries, 4);
 }
 
-/// A tmpfs mounted for one test, unmounted when the test ends (pass or fail).
-struct SmallDisk(PathBuf);
-
-impl SmallDisk {
-    fn mount(at: PathBuf, size: &str) -> SmallDisk {
-        std::fs::create_dir_all(&at).unwrap();
-        let st = std::process::Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0755"),
-                "tmpfs",
-            ])
-            .arg(&at)
-            .status()
-            .unwrap();
-        assert!(st.success(), "mount a tmpfs at {}", at.display());
-        SmallDisk(at)
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
-/// Writes into `file` until its file system has not one byte left.
-fn fill(file: &std::path::Path) {
-    use std::io::Write;
-    let mut f = std::fs::File::create(file).unwrap();
-    let big = vec![0u8; 1 << 20];
-    while f.write_all(&big).is_ok() {}
-    let small = [0u8; 512];
-    while f.write_all(&small).is_ok() {}
-    while f.write_all(&small[..1]).is_ok() {}
-}
-
 /// The package cache's file system full when a job's package must be fetched:
 /// the host's fault, not the job's. The daemon hands the job back (a release:
 /// the first three give the delivery back) and pauses claiming, growing its
@@ -611,7 +570,7 @@ async fn full_cache_disk_hands_the_job_back_without_spending_deliveries() {
     let manager = serve.manager();
     let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 2)).await;
     let a = manager.create_runner("a").await.unwrap();
-    let disk = SmallDisk::mount(scene.path("small-cache"), "4m");
+    let disk = Tmpfs::mount(&scene.path("small-cache"), "4m");
     let cache = disk.0.join("cache");
     let daemon = scene.daemon_with_cache(&serve.url, &a.key, 3450, "a.log", &cache);
     daemon.wait_started().await;

@@ -11,6 +11,8 @@
 
 mod e2e_common;
 
+use e2e_common::postgres::{admin, postgres_url, with_database};
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,40 +31,6 @@ const LONG: Duration = Duration::from_secs(180);
 enum Backend {
     Sqlite,
     Postgres,
-}
-
-fn postgres_url() -> Option<String> {
-    match std::env::var("DATABASE_URL_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but DATABASE_URL_POSTGRES is unset"
-            );
-            None
-        }
-    }
-}
-
-/// `postgres://u@h:p/db?x` → the same server, database `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (head, query) = url
-        .split_once('?')
-        .map_or((url, None), |(h, q)| (h, Some(q)));
-    let base = head.rsplit_once('/').map_or(head, |(b, _)| b);
-    match query {
-        Some(q) => format!("{base}/{name}?{q}"),
-        None => format!("{base}/{name}"),
-    }
-}
-
-async fn admin(url: &str, sql: String) {
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
 }
 
 /// Rows of a table of a Server's database, read from the database itself.

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use rand::Rng;
 use rand::rngs::StdRng;
 
+use super::e2e_common::disk::{Tmpfs, fill};
 use super::e2e_common::{Daemon, DaemonOpts, Scene, Serve, ServeOpts, TOKEN, free_port};
 use super::forward::ForwardSide;
 use super::pg::Postgres;
@@ -117,24 +117,9 @@ pub struct System {
     /// partial file): each a violation.
     pub probe_violations: Vec<String>,
     pending: Vec<(Instant, Undo)>,
-    mounts: Vec<PathBuf>,
+    /// Unmounted when the run ends (dropped after the processes are stopped).
+    mounts: Vec<Tmpfs>,
     keep: bool,
-}
-
-fn mount_tmpfs(at: &Path, size: &str) {
-    std::fs::create_dir_all(at).unwrap();
-    let st = Command::new("mount")
-        .args([
-            "-t",
-            "tmpfs",
-            "-o",
-            &format!("size={size},mode=0755"),
-            "tmpfs",
-        ])
-        .arg(at)
-        .status()
-        .unwrap();
-    assert!(st.success(), "mount tmpfs at {}", at.display());
 }
 
 impl System {
@@ -146,8 +131,7 @@ impl System {
         let scene = Scene::new(&format!("chaos-{}", seed % 10_000));
         let storage = scene.path("storage");
         let cache = scene.path("cache");
-        mount_tmpfs(&storage, "48m");
-        mount_tmpfs(&cache, "48m");
+        let mounts = vec![Tmpfs::mount(&storage, "48m"), Tmpfs::mount(&cache, "48m")];
         let receiver = Receiver::start().await;
         let database = match &pg {
             Some(pg) => pg.url(),
@@ -181,10 +165,9 @@ impl System {
             injected: BTreeMap::new(),
             probe_violations: Vec::new(),
             pending: Vec::new(),
-            mounts: Vec::new(),
+            mounts,
             keep: false,
         };
-        sys.mounts = vec![sys.storage.clone(), sys.cache.clone()];
         for i in 0..sys.servers.len() {
             sys.start_server(i);
         }
@@ -722,19 +705,6 @@ pub fn files_under(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
     out
 }
 
-/// Fills the file system of `file` to the last byte.
-pub fn fill(file: &Path) {
-    use std::io::Write;
-    let Ok(mut f) = std::fs::File::create(file) else {
-        return;
-    };
-    let big = vec![0u8; 1 << 20];
-    while f.write_all(&big).is_ok() {}
-    let small = [0u8; 512];
-    while f.write_all(&small).is_ok() {}
-    while f.write_all(&small[..1]).is_ok() {}
-}
-
 impl Drop for System {
     fn drop(&mut self) {
         for d in &mut self.daemons {
@@ -747,9 +717,7 @@ impl Drop for System {
         for s in &mut self.servers {
             s.serve.take();
         }
-        for m in &self.mounts {
-            let _ = Command::new("umount").arg("-l").arg(m).status();
-        }
+        self.mounts.clear();
         if self.keep {
             let kept = self.scene.dir.path().to_path_buf();
             let _ = std::mem::replace(

@@ -61,14 +61,7 @@ impl Forwarder {
     }
 
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
+        super::wait_exit(&mut self.child, timeout)
     }
 
     pub fn log_text(&self) -> String {
