@@ -291,7 +291,12 @@ macro_rules! fetch_built {
         let args: &[Arg] = $args;
         on_reader!($db, pool => {
             // Built from this module's own fragments only; every value is bound.
-            let mut q = sqlx::query_as::<_, $row>(sqlx::AssertSqlSafe(sql.to_string()));
+            // Not a prepared statement kept per connection: PostgreSQL then plans
+            // each page with its values (a generic plan does not know that a
+            // verdict, a state or a time window is rare, and walked the whole
+            // history for one).
+            let mut q = sqlx::query_as::<_, $row>(sqlx::AssertSqlSafe(sql.to_string()))
+                .persistent(false);
             for a in args {
                 q = match a {
                     Arg::Int(n) => q.bind(*n),
@@ -365,7 +370,7 @@ struct VersionRow {
 
 /// Adds the filters of jobs (alias `j`), submissions (`s`) and results (`r`).
 /// `own` is the alias whose `created_ms` the time filters read.
-fn work_conditions(filter: &WorkFilter, own: &str) -> Conditions {
+fn work_conditions(filter: &WorkFilter, own: &str, problem: &str) -> Conditions {
     let mut c = Conditions::default();
     if let Some(state) = filter.state {
         c.push("j.state = {}", Arg::Text(state.as_str().to_string()));
@@ -377,7 +382,7 @@ fn work_conditions(filter: &WorkFilter, own: &str) -> Conditions {
         );
     }
     if let Some(problem_id) = filter.problem_id {
-        c.push("s.problem_id = {}", Arg::Int(problem_id));
+        c.push(problem, Arg::Int(problem_id));
     }
     if let Some(runner_id) = filter.runner_id {
         c.push("j.runner_id = {}", Arg::Int(runner_id));
@@ -414,9 +419,17 @@ impl Db {
         filter: &WorkFilter,
         page: PageRequest,
     ) -> Result<Page<JobItem>, DbError> {
-        let mut c = work_conditions(filter, "j");
+        // The problem is kept out of index choice (`+`): SQLite otherwise walked
+        // the submissions of the problem and sorted every job of it; newest jobs
+        // first, keeping those of the problem, is the page.
+        let mut c = work_conditions(filter, "j", "+s.problem_id = {}");
         if let Some(before) = page.before {
-            c.push("j.id < {}", Arg::Int(before));
+            // With a verdict the walk is of the results index: its bound there.
+            if filter.verdict.is_some() {
+                c.push("r.evaluation_job_id < {}", Arg::Int(before));
+            } else {
+                c.push("j.id < {}", Arg::Int(before));
+            }
         }
         // A verdict filter starts from its index of results; otherwise the
         // results are a lookup per row.
@@ -471,17 +484,28 @@ impl Db {
         filter: &WorkFilter,
         page: PageRequest,
     ) -> Result<Page<SubmissionItem>, DbError> {
-        let mut c = work_conditions(filter, "s");
+        let mut c = work_conditions(filter, "s", "s.problem_id = {}");
         if let Some(before) = page.before {
             c.push("s.id < {}", Arg::Int(before));
         }
         let limit = c.limit(page.limit + 1);
+        // The latest attempt: one probe of UNIQUE (submission_id, attempt) per
+        // submission, walked newest first (a LATERAL join on PostgreSQL, whose
+        // planner otherwise aggregated every job).
+        let latest = match self.pool() {
+            super::Pool::Sqlite(_) => {
+                "JOIN jobs j ON j.submission_id = s.id AND j.attempt = \
+                 (SELECT MAX(a.attempt) FROM jobs a WHERE a.submission_id = s.id)"
+            }
+            super::Pool::Postgres(_) => {
+                "CROSS JOIN LATERAL (SELECT a.id, a.attempt, a.state, a.runner_id FROM jobs a \
+                 WHERE a.submission_id = s.id ORDER BY a.attempt DESC LIMIT 1) j"
+            }
+        };
         let sql = format!(
             "SELECT s.id AS submission_id, s.problem_id, s.language, s.created_ms, \
              j.id AS job_id, j.attempt, j.state, j.runner_id, r.verdict, r.score, r.max_score \
-             FROM submissions s \
-             JOIN jobs j ON j.submission_id = s.id AND j.attempt = \
-               (SELECT MAX(a.attempt) FROM jobs a WHERE a.submission_id = s.id) \
+             FROM submissions s {latest} \
              LEFT JOIN results r ON r.evaluation_job_id = j.id{} ORDER BY s.id DESC{limit}",
             c.where_clause()
         );
@@ -741,7 +765,7 @@ mod tests {
             verdict: Some("Accepted".into()),
             ..WorkFilter::default()
         };
-        let mut c = work_conditions(&f, "j");
+        let mut c = work_conditions(&f, "j", "s.problem_id = {}");
         let limit = c.limit(51);
         assert_eq!(c.where_clause(), " WHERE j.state = $1 AND r.verdict = $2");
         assert_eq!(limit, " LIMIT $3");

@@ -54,6 +54,7 @@ pub struct WorkQuery {
     /// Only those created before this time (RFC 3339).
     until: Option<DateTime<Utc>>,
     /// Items per page: 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
@@ -65,6 +66,7 @@ pub struct WorkQuery {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items per page: 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
