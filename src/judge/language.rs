@@ -273,16 +273,43 @@ impl Toolchain {
     }
 }
 
+/// Why a language's toolchain is not offered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeError {
+    /// A command the language needs is not on this host.
+    Missing { command: String },
+    /// The toolchain is there but its probe failed (exit status, timeout,
+    /// a `toolchain` command printing no directory).
+    Failed(String),
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::Missing { command } => write!(
+                f,
+                "command `{command}` not found (looked in {SANDBOX_PATH}): install its toolchain"
+            ),
+            ProbeError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Finds the language's toolchain and runs its version probe, on the host.
 pub fn probe(language: &Language) -> Result<Toolchain, String> {
+    probe_status(language).map_err(|e| e.to_string())
+}
+
+/// [`probe`], telling a missing toolchain from one that does not work.
+pub fn probe_status(language: &Language) -> Result<Toolchain, ProbeError> {
     let dir = match &language.toolchain {
         Some(cmd) => {
             let out = host_output(cmd, None)?;
             let dir = PathBuf::from(out.trim());
             if !dir.is_absolute() || !dir.is_dir() {
-                return Err(format!(
+                return Err(ProbeError::Failed(format!(
                     "toolchain command printed {dir:?}, not a directory"
-                ));
+                )));
             }
             Some(dir)
         }
@@ -294,20 +321,28 @@ pub fn probe(language: &Language) -> Result<Toolchain, String> {
     };
     let version = expand(&language.version, &vars);
     let out = host_output(&version, Some(SANDBOX_PATH))?;
-    let version = out
-        .lines()
-        .find(|l| !l.trim().is_empty())
+    Ok(Toolchain {
+        dir,
+        version: version_line(&out),
+    })
+}
+
+/// The first line of a version probe's output that says something: not empty,
+/// not a JVM's warning about its options (Debian's kotlinc passes `-noverify`,
+/// which JDK 13 and later warn about before kotlinc prints its version).
+fn version_line(out: &str) -> String {
+    out.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.contains("VM warning:"))
         .unwrap_or("")
-        .trim()
-        .to_string();
-    Ok(Toolchain { dir, version })
+        .to_string()
 }
 
 /// Runs a command on the host and answers its stdout (stderr when stdout is
 /// empty: `javac -version` prints there), or why it failed.
-fn host_output(argv: &[String], path_env: Option<&str>) -> Result<String, String> {
+fn host_output(argv: &[String], path_env: Option<&str>) -> Result<String, ProbeError> {
     let Some((program, args)) = argv.split_first() else {
-        return Err("empty command".to_string());
+        return Err(ProbeError::Failed("empty command".to_string()));
     };
     let program = match path_env {
         Some(_) => resolve_program(program),
@@ -321,12 +356,30 @@ fn host_output(argv: &[String], path_env: Option<&str>) -> Result<String, String
     if let Some(p) = path_env {
         cmd.env("PATH", p);
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    let output = wait_with_timeout(child, PROBE_TIMEOUT).map_err(|e| format!("{program}: {e}"))?;
+    let child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ProbeError::Missing {
+                command: program.clone(),
+            }
+        } else {
+            ProbeError::Failed(format!("cannot run {program}: {e}"))
+        }
+    })?;
+    let output = wait_with_timeout(child, PROBE_TIMEOUT)
+        .map_err(|e| ProbeError::Failed(format!("{program}: {e}")))?;
     if !output.status.success() {
-        return Err(format!("`{}` failed ({})", argv.join(" "), output.status));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said = version_line(&stderr);
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {said}")
+        };
+        return Err(ProbeError::Failed(format!(
+            "`{}` failed ({}){said}",
+            argv.join(" "),
+            output.status
+        )));
     }
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if stdout.trim().is_empty() {
@@ -457,41 +510,56 @@ pub fn main_file(files: &[String]) -> Option<String> {
         .map(|f| (*f).clone())
 }
 
+impl Vars {
+    /// One argument (or environment value) with its metavariables replaced.
+    fn substitute(&self, token: &str) -> String {
+        let capital = {
+            let mut c = self.mainclass.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        };
+        let toolchain = self
+            .toolchain
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        token
+            .replace("{path}", &self.path)
+            .replace("{binary}", &self.binary)
+            .replace("{mainfile}", &self.mainfile)
+            .replace("{Mainclass}", &capital)
+            .replace("{mainclass}", &self.mainclass)
+            .replace("{memlim}", &self.memlim_mib.to_string())
+            .replace("{toolchain}", &toolchain)
+    }
+}
+
 /// Expands a command template: `{files}` alone becomes one argument per file;
 /// other metavariables are replaced inside their argument.
 pub fn expand(template: &[String], vars: &Vars) -> Vec<String> {
-    let capital = {
-        let mut c = vars.mainclass.chars();
-        c.next()
-            .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-            .unwrap_or_default()
-    };
-    let toolchain = vars
-        .toolchain
-        .as_ref()
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut out = Vec::with_capacity(template.len() + vars.files.len());
     for token in template {
         if token == "{files}" {
             out.extend(vars.files.iter().cloned());
             continue;
         }
-        out.push(
-            token
-                .replace("{path}", &vars.path)
-                .replace("{binary}", &vars.binary)
-                .replace("{mainfile}", &vars.mainfile)
-                .replace("{Mainclass}", &capital)
-                .replace("{mainclass}", &vars.mainclass)
-                .replace("{memlim}", &vars.memlim_mib.to_string())
-                .replace("{toolchain}", &toolchain),
-        );
+        out.push(vars.substitute(token));
     }
     if let Some(first) = out.first_mut() {
         *first = resolve_program(first);
     }
     out
+}
+
+/// A language's `env` with the metavariables of its values replaced (`{memlim}`:
+/// the compile step's memory in a compile, the problem's in a run), so a
+/// runtime's heap follows the limit (`PYPY_GC_MAX`, `GOMEMLIMIT`,
+/// `MONO_GC_PARAMS`).
+pub fn expand_env(env: &[(String, String)], vars: &Vars) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| (k.clone(), vars.substitute(v)))
+        .collect()
 }
 
 #[cfg(test)]
