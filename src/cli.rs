@@ -571,6 +571,31 @@ mod tests {
     }
 
     #[test]
+    fn language_mappings_parse_and_apply() {
+        let m: LanguageMapArg = "python3=pypy3".parse().unwrap();
+        assert_eq!((m.from.as_str(), m.to.as_str()), ("python3", "pypy3"));
+        for bad in ["python3", "=pypy3", "python3=", "a=a", "py thon=x", "a=b=c"] {
+            assert!(bad.parse::<LanguageMapArg>().is_err(), "{bad}");
+        }
+        let maps = [m];
+        assert_eq!(map_language(&maps, "python3"), "pypy3");
+        assert_eq!(map_language(&maps, "cpp"), "cpp");
+        let cli = Cli::try_parse_from([
+            "judge-runner",
+            "serve",
+            "--languages",
+            "c,pypy3",
+            "--map-language",
+            "python3=pypy3",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(args.map_language, maps);
+    }
+
+    #[test]
     fn bind_parses() {
         let b: BindArg = "/data:/data:rw".parse().unwrap();
         assert!(b.writable);

@@ -571,7 +571,29 @@ mod tests {
     fn builtin_table_has_the_contract_languages() {
         let t = LanguageTable::builtin().unwrap();
         let ids: Vec<&str> = t.ids().collect();
-        assert_eq!(ids, ["c", "cpp", "java", "python3", "rust"]);
+        assert_eq!(
+            ids,
+            [
+                "c",
+                "cpp",
+                "csharp",
+                "go",
+                "java",
+                "javascript",
+                "kotlin",
+                "pypy3",
+                "python3",
+                "rust"
+            ]
+        );
+        // Contract §7: a `.py` file is python3 (CPython) unless pypy3 is named.
+        assert_eq!(t.detect("x.py").unwrap().id, "python3");
+        assert_eq!(t.detect("Main.kt").unwrap().id, "kotlin");
+        assert_eq!(t.detect("main.go").unwrap().id, "go");
+        assert_eq!(t.detect("a.js").unwrap().id, "javascript");
+        assert_eq!(t.detect("Program.cs").unwrap().id, "csharp");
+        let py = ["a.py", "b.py"];
+        assert_eq!(t.detect_program(py.iter().copied()).unwrap().id, "python3");
         assert_eq!(t.detect("a.c").unwrap().id, "c");
         assert_eq!(t.detect("a.cpp").unwrap().id, "cpp");
         assert_eq!(t.detect("a.cc").unwrap().id, "cpp");
@@ -618,6 +640,38 @@ mod tests {
     }
 
     #[test]
+    fn runtime_heaps_follow_the_memory_limit() {
+        let t = LanguageTable::builtin().unwrap();
+        let vars = Vars::for_program("/submission", &["a.x".into()], 300, None);
+        let env = |id: &str| expand_env(&t.get(id).unwrap().env, &vars);
+        let has = |id: &str, k: &str, v: &str| {
+            assert!(
+                env(id).iter().any(|(a, b)| a == k && b == v),
+                "{id}: {:?}",
+                env(id)
+            );
+        };
+        has("pypy3", "PYPY_GC_MAX", "300MB");
+        has("go", "GOMEMLIMIT", "300MiB");
+        has("go", "GOCACHE", "/box/.cache/go-build");
+        has("csharp", "MONO_GC_PARAMS", "max-heap-size=300m");
+        let run = |id: &str| expand(&t.get(id).unwrap().run, &vars);
+        assert!(run("javascript").contains(&"--max-old-space-size=300".to_string()));
+        assert!(run("kotlin").contains(&"-J-Xmx300m".to_string()));
+        assert_eq!(
+            t.get("kotlin").unwrap().main_class,
+            MainClassRule::ClassFiles
+        );
+    }
+
+    #[test]
+    fn a_jvm_warning_is_not_the_version() {
+        let out = "OpenJDK 64-Bit Server VM warning: Options -Xverify:none and -noverify were deprecated\ninfo: kotlinc-jvm 1.3.31\n";
+        assert_eq!(version_line(out), "info: kotlinc-jvm 1.3.31");
+        assert_eq!(version_line("\n  go version go1.19\n"), "go version go1.19");
+    }
+
+    #[test]
     fn bad_tables_are_refused() {
         assert!(LanguageTable::from_yaml("c: {name: C}").is_err());
         assert!(
@@ -642,5 +696,19 @@ mod tests {
         .unwrap();
         let err = probe(t.get("nope").unwrap()).unwrap_err();
         assert!(err.contains("definitely-not-installed-xyz"), "{err}");
+        assert_eq!(
+            probe_status(t.get("nope").unwrap()).unwrap_err(),
+            ProbeError::Missing {
+                command: "definitely-not-installed-xyz".to_string()
+            }
+        );
+        let t = LanguageTable::from_yaml(
+            "broken: {name: Broken, extensions: [b], run: x, version: false}",
+        )
+        .unwrap();
+        assert!(matches!(
+            probe_status(t.get("broken").unwrap()).unwrap_err(),
+            ProbeError::Failed(_)
+        ));
     }
 }
