@@ -321,3 +321,77 @@ fn a_language_without_its_toolchain_is_refused_with_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("\"nope\""), "{stderr}");
 }
+
+fn verify(args: &[&str]) -> Output {
+    std::process::Command::new(EXE)
+        .arg("verify")
+        .args(["--first-box", BOX_ID, "--slots", "1"])
+        .args(["--cgroup-parent", &judge_common::cgroup_parent()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `verify --map-language python3=pypy3` judges a package's `.py` examples
+/// with PyPy; without it they are CPython's (the fixture refuses CPython).
+#[test]
+fn verify_maps_python3_to_pypy3() {
+    let _serial = judge_common::serial();
+    if !available("pypy3") {
+        return;
+    }
+    let problem = sum_problem(false);
+    let dir = problem.path().join("submissions/accepted");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("pypy3", "accepted.py"), dir.join("sum.py")).unwrap();
+    let pkg = problem.path().to_str().unwrap();
+    let out = verify(&[pkg, "--map-language", "python3=pypy3"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("pypy3"), "{stdout}");
+    let out = verify(&[pkg]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("Run-Time Error"), "{stdout}");
+}
+
+/// verify lists a submission whose language's toolchain is absent as skipped,
+/// naming the missing command, and refuses (exit 2) when that leaves nothing.
+#[test]
+fn verify_refuses_when_no_toolchain_is_here() {
+    let _serial = judge_common::serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path().join("languages.yaml");
+    std::fs::write(
+        &table,
+        "absent:\n  name: Absent\n  extensions: [abs]\n  run: \"{binary}\"\n  version: no-such-compiler-judge-runner-test --version\nshell:\n  name: Shell\n  extensions: [sh]\n  run: sh {mainfile}\n  version: sh -c true\n",
+    )
+    .unwrap();
+    let problem = sum_problem(false);
+    let dir = problem.path().join("submissions/accepted");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("sum.abs"), "sum\n").unwrap();
+    let pkg = problem.path().to_str().unwrap();
+    let out = verify(&[pkg, "--languages", table.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("absent") && stderr.contains("no-such-compiler-judge-runner-test"),
+        "{stderr}"
+    );
+    // Beside a submission that can be judged, it is skipped, and said.
+    std::fs::write(
+        dir.join("sum.sh"),
+        "tr -s ' \\n' '\\n\\n' | awk '{s+=$1} END {print s}'\n",
+    )
+    .unwrap();
+    let out = verify(&[pkg, "--languages", table.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("no-such-compiler-judge-runner-test"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("skipped"), "{stdout}");
+}
