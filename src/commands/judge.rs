@@ -94,7 +94,7 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     // A language whose toolchain this host lacks is refused as bad arguments,
     // naming the language and the command that is missing.
     if let Err(e) = judge.toolchain(&submission.language) {
-        return usage(e);
+        return usage(format!("{}: {e}", e.reason()));
     }
     let options = Options {
         time_limit: args.time_limit.map(|t| t.0),
