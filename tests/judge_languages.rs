@@ -72,7 +72,7 @@ fn big_input(size: usize) -> (String, i64) {
         sum += v;
         text.push_str(&v.to_string());
         i += 1;
-        text.push(if i % 10 == 0 { '\n' } else { ' ' });
+        text.push(if i.is_multiple_of(10) { '\n' } else { ' ' });
     }
     text.push('\n');
     (text, sum)
