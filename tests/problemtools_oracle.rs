@@ -885,11 +885,23 @@ fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
         .env("TMPDIR", tmp)
         .output()
         .unwrap();
+    // BAPCtools runs Python 3 with PyPy when `pypy3` is installed (it is, for
+    // our pypy3 entry), and PyPy does not start under its address-space limit
+    // (RLIMIT_AS = the memory limit): as problemtools' venv.sh does, Python 3
+    // is CPython, the contract's, through its per-user language override.
+    let config = tmp.join("bt-config");
+    std::fs::create_dir_all(config.join("bapctools")).unwrap();
+    std::fs::write(
+        config.join("bapctools/languages.yaml"),
+        "python3:\n  name: 'Python 3 (python3)'\n  compile: 'python3 -m py_compile {files}'\n  run: 'python3 \"{mainfile}\"'\n",
+    )
+    .unwrap();
     let mut cmd = Command::new(bt.join("bin/bt"));
     // Its build directory (`bapctools_*`) goes into the test's, removed after.
     cmd.args(["run", "--no-bar"])
         .current_dir(&copy)
-        .env("TMPDIR", tmp);
+        .env("TMPDIR", tmp)
+        .env("XDG_CONFIG_HOME", &config);
     if let Some(tl) = time_limit(pkg) {
         cmd.args(["--time-limit", &tl]);
     }
