@@ -274,7 +274,11 @@ fn missing_toolchain_exits_2_naming_the_language_and_the_command() {
     // Issue 24: refused as bad arguments, never a verdict or an
     // infrastructure failure.
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    for said in ["language.unavailable", "\"ghost\"", "ghost-lang-not-installed"] {
+    for said in [
+        "language.unavailable",
+        "\"ghost\"",
+        "ghost-lang-not-installed",
+    ] {
         assert!(stderr(&out).contains(said), "{said}: {}", stderr(&out));
     }
     assert!(out.stdout.is_empty());
