@@ -48,7 +48,9 @@
 //! protocol/                 wire types (mod.rs) and the contract's strings (codes.rs)
 //! server/                   routes/ (handlers by caller, routes/mod.rs the router), db/ (all
 //!                           SQL: claim.rs, jobs.rs, trials.rs, lease.rs the fence), auth.rs,
-//!                           state.rs (Config, AppState), webhooks.rs, reaper.rs, migrations/
+//!                           state.rs (Config, AppState), webhooks.rs, reaper.rs, migrations/,
+//!                           console/ (the HTML console under /console/: session.rs, pages.rs,
+//!                           templates/, assets/)
 //! sandbox/                  mod.rs (run), plan.rs (Plan, Limits), slot.rs (SandboxSlot),
 //!                           spawn/ (the supervisor), child.rs (init's and the program's recipe),
 //!                           mount.rs, net.rs, rlimit.rs, creds.rs, seccomp/ (one per concern),

@@ -3,7 +3,8 @@
 //! parent so they run in parallel.
 //!
 //! Box ids: 3100 + 10·k for test k (validators at +500 never reach the next test),
-//! k < 10 (3200 on are e2e_scale's); 3400 for the late-Result test.
+//! k < 10 (3200 on are e2e_scale's); 3400 for the late-Result test, 3450 for
+//! the full-cache test.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,6 +16,7 @@ mod e2e_common;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use e2e_common::disk::{Tmpfs, fill};
 use e2e_common::*;
 use judge_runner::protocol::JobState;
 use nix::sys::signal::Signal;
@@ -552,4 +554,70 @@ async fn broken_sandbox_refused_at_start_and_pauses_claims() {
     assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
     assert_eq!(done.result.as_ref().unwrap().verdict, "Accepted");
     assert_eq!(done.deliveries, 4);
+}
+
+/// The package cache's file system full when a job's package must be fetched:
+/// the host's fault, not the job's. The daemon hands the job back (a release:
+/// the first three give the delivery back) and pauses claiming, growing its
+/// pause while the disk stays full, so no delivery goes on the full disk and the
+/// job is not Failed; once there is room it is judged. (Before, the fetch failed
+/// retryably at once and the slot claimed again: the job's deliveries were all
+/// spent within a second — found by the chaos harness.)
+#[tokio::test(flavor = "multi_thread")]
+async fn full_cache_disk_hands_the_job_back_without_spending_deliveries() {
+    let scene = Scene::new("fullcache");
+    let serve = scene.serve(30);
+    let manager = serve.manager();
+    let (problem, _) = upload(&manager, &slow_problem(scene.dir.path(), 2)).await;
+    let a = manager.create_runner("a").await.unwrap();
+    let disk = Tmpfs::mount(&scene.path("small-cache"), "4m");
+    let cache = disk.0.join("cache");
+    let daemon = scene.daemon_with_cache(&serve.url, &a.key, 3450, "a.log", &cache);
+    daemon.wait_started().await;
+    let filler = disk.0.join("filler");
+    fill(&filler);
+
+    let job = submit_echo(&manager, problem, 0.0).await;
+    let deadline = Instant::now() + LONG;
+    let view = loop {
+        let view = manager.job(job).await.unwrap();
+        assert!(
+            !matches!(view.state, JobState::Failed | JobState::Completed),
+            "{:?} while the cache was full: {}",
+            view.state,
+            scene.logs()
+        );
+        if view.releases >= 3 {
+            break view;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never handed back 3 times: {}",
+            scene.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    std::fs::remove_file(&filler).unwrap();
+    assert!(view.failure_reason.is_none());
+    assert!(view.deliveries <= 1, "{view:?}");
+    assert!(
+        daemon.log_text().contains("the package cache is full"),
+        "{}",
+        daemon.log_text()
+    );
+    assert!(
+        daemon
+            .metric("judge_runner_slot_pauses_total")
+            .await
+            .is_some_and(|n| n >= 3.0)
+    );
+
+    let done = wait_job(&manager, job, LONG, "final once there is room", is_final).await;
+    assert_eq!(done.state, JobState::Completed, "{}", scene.logs());
+    assert_eq!(done.result.as_ref().unwrap().verdict, "Accepted");
+    assert_eq!(done.releases, 3);
+    // The three hand-backs gave their deliveries back; at most one more (claimed
+    // in the moment before the disk had room again) was spent.
+    assert!(done.deliveries <= 2, "{done:?}");
+    drop(daemon);
 }

@@ -11,14 +11,15 @@
 
 mod e2e_common;
 
+use e2e_common::postgres::{admin, postgres_url, with_database};
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e_common::{
-    BIN, Daemon, Scene, Serve, ServeOpts, TOKEN, free_port, is_final, metric_value, slow_echo,
-    slow_problem, upload, wait_job,
+    Daemon, Forwarder, Scene, Serve, ServeOpts, TOKEN, free_port, is_final, metric_value,
+    slow_echo, slow_problem, upload, wait_job,
 };
 use judge_runner::protocol::{Id, JobState, JobView, SubmissionFile};
 use nix::sys::signal::Signal;
@@ -30,40 +31,6 @@ const LONG: Duration = Duration::from_secs(180);
 enum Backend {
     Sqlite,
     Postgres,
-}
-
-fn postgres_url() -> Option<String> {
-    match std::env::var("DATABASE_URL_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but DATABASE_URL_POSTGRES is unset"
-            );
-            None
-        }
-    }
-}
-
-/// `postgres://u@h:p/db?x` → the same server, database `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (head, query) = url
-        .split_once('?')
-        .map_or((url, None), |(h, q)| (h, Some(q)));
-    let base = head.rsplit_once('/').map_or(head, |(b, _)| b);
-    match query {
-        Some(q) => format!("{base}/{name}?{q}"),
-        None => format!("{base}/{name}"),
-    }
-}
-
-async fn admin(url: &str, sql: String) {
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
 }
 
 /// Rows of a table of a Server's database, read from the database itself.
@@ -128,102 +95,6 @@ async fn wait_remote(fed: &Federation, a_job: Id) -> (i64, i64) {
             fed.logs()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// A `judge-runner forward` process; its log is a file.
-struct Forwarder {
-    child: Child,
-    log: PathBuf,
-    metrics: String,
-}
-
-impl Forwarder {
-    fn start(
-        scene: &Scene,
-        a: &str,
-        key: &str,
-        b: &str,
-        token: &str,
-        log: &str,
-        extra: &[&str],
-    ) -> Self {
-        let log = scene.path(log);
-        let out = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let metrics = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(BIN)
-            .args(["forward", "--server", a, "--to", b, "--in-flight", "2"])
-            .args(["--metrics", &metrics])
-            .args(extra)
-            .env("JUDGE_RUNNER_KEY", key)
-            .env("JUDGE_FORWARD_TOKEN", token)
-            .env("NO_COLOR", "1")
-            .env("RUST_LOG", "info")
-            .env("TMPDIR", scene.dir.path())
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .spawn()
-            .unwrap();
-        Forwarder {
-            child,
-            log,
-            metrics,
-        }
-    }
-
-    fn signal(&self, signal: Signal) {
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
-        nix::sys::signal::kill(pid, signal).unwrap();
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-
-    fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// One sample (`name` with its labels), `None` while it does not answer.
-    async fn metric(&self, name: &str) -> Option<f64> {
-        let text = reqwest::get(format!("http://{}/metrics", self.metrics))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        metric_value(&text, name)
-    }
-
-    async fn wait_started(&self) {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while self.metric("judge_runner_slots").await.is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "forwarder not started: {}",
-                self.log_text()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -904,9 +775,7 @@ async fn sigterm_finishes_within_grace_else_releases() {
 
 /// B's token with exactly the scopes the forwarder needs (`problems:write`,
 /// `submissions:write`, `console:read`) forwards a job; one without
-/// `submissions:write` is refused at start naming it. Skipped while B's
-/// `POST /api/tokens` does not grant these scopes (it answers 400), so it runs
-/// from the day the scoped tokens are in.
+/// `submissions:write` is refused at start naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_scoped_token_forwards_once_scopes_exist() {
     let fed = Federation::start(Setup {
@@ -936,11 +805,9 @@ async fn a_scoped_token_forwards_once_scopes_exist() {
             Some(body["token"].as_str().unwrap().to_string())
         }
     };
-    let Some(scoped) = token(&["problems:write", "submissions:write", "console:read"]).await else {
-        eprintln!("skipped: B does not grant the forwarder's scopes yet");
-        fed.cleanup().await;
-        return;
-    };
+    let scoped = token(&["problems:write", "submissions:write", "console:read"])
+        .await
+        .expect("B grants the forwarder's scopes (CONTRACT §7)");
     let reader = token(&["problems:write", "console:read"]).await.unwrap();
     let mut refused = Forwarder::start(
         &fed.scene,

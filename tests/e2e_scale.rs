@@ -11,48 +11,15 @@
 
 mod e2e_common;
 
+use e2e_common::postgres::{admin, postgres_url, with_database};
+
 use std::time::{Duration, Instant};
 
 use e2e_common::*;
 use judge_runner::protocol::{JobState, TrialView};
 use nix::sys::signal::Signal;
-use sqlx::Connection;
 
 const LONG: Duration = Duration::from_secs(90);
-
-fn postgres_url() -> Option<String> {
-    match std::env::var("DATABASE_URL_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI=true but DATABASE_URL_POSTGRES is unset"
-            );
-            None
-        }
-    }
-}
-
-/// `postgres://u@h:p/db?x` → the same server, database `name`.
-fn with_database(url: &str, name: &str) -> String {
-    let (head, query) = url
-        .split_once('?')
-        .map_or((url, None), |(h, q)| (h, Some(q)));
-    let base = head.rsplit_once('/').map_or(head, |(b, _)| b);
-    match query {
-        Some(q) => format!("{base}/{name}?{q}"),
-        None => format!("{base}/{name}"),
-    }
-}
-
-async fn admin(url: &str, sql: String) {
-    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
-}
 
 /// Two Servers share one PostgreSQL database and one storage directory, a
 /// daemon on each: a job whose daemon is killed on Server 1 is reaped and

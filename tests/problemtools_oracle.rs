@@ -866,6 +866,25 @@ fn run_problemtools(pt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
     (parse_verifyproblem(&text), text)
 }
 
+/// BAPCtools's own language table runs `.py` files with PyPy (`pypy3`) whenever
+/// it is installed (its `python3` entry; CPython is `cpython3`, one priority
+/// lower), as Kattis does. judge-runner's `python3` is CPython (the contract;
+/// PyPy is `pypy3`), so the comparison points BAPCtools's `python3` at CPython
+/// through its per-user configuration (`$XDG_CONFIG_HOME/bapctools/languages.yaml`,
+/// merged over its own): both tools run the same interpreter, on hosts with
+/// PyPy and without. Answers the `XDG_CONFIG_HOME` to give it.
+fn bapctools_config(tmp: &Path) -> PathBuf {
+    let config = tmp.join("bapctools-config");
+    std::fs::create_dir_all(config.join("bapctools")).unwrap();
+    std::fs::write(
+        config.join("bapctools/languages.yaml"),
+        "python3:\n    name: 'Python 3 (CPython, as judge-runner runs python3)'\n    \
+         compile: 'python3 -m py_compile {files}'\n    run: 'python3 \"{mainfile}\"'\n",
+    )
+    .unwrap();
+    config
+}
+
 fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
     // BAPCtools reads only the 2025-09 format and writes into the problem
     // (`bt upgrade`, a uuid, its build files): a copy, upgraded first.
@@ -879,10 +898,12 @@ fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
         .status()
         .unwrap();
     assert!(status.success(), "copying {}", pkg.display());
+    let config = bapctools_config(tmp);
     let upgrade = Command::new(bt.join("bin/bt"))
         .arg("upgrade")
         .current_dir(&copy)
         .env("TMPDIR", tmp)
+        .env("XDG_CONFIG_HOME", &config)
         .output()
         .unwrap();
     // BAPCtools runs Python 3 with PyPy when `pypy3` is installed (it is, for

@@ -49,6 +49,12 @@ const CONTRACT_ROUTES: &[(&str, &str)] = &[
     ("post", "/api/trials/{id}/release"),
     ("post", "/api/trials/{id}/failure"),
     ("post", "/api/trials/{id}/result"),
+    // §7: the listing routes.
+    ("get", "/api/jobs"),
+    ("get", "/api/submissions"),
+    ("get", "/api/runners"),
+    ("get", "/api/problems"),
+    ("get", "/api/queue"),
     ("get", "/metrics"),
     ("get", "/healthz"),
     ("get", "/api/openapi.json"),

@@ -8,7 +8,8 @@
 //! - [`judge_server`]: the one built, another judge-runner Server;
 //! - [`job`]: one claimed job, from submission to A's Result;
 //! - [`callbacks`]: the webhook listener (`--callback-listen`);
-//! - [`metrics`]: its counters beside the Runner's.
+//! - [`metrics`]: its counters beside the Runner's;
+//! - `staging`: where A's packages are checked before B gets them.
 //!
 //! Imports `runner` (client, claim loop, lease keeper, settle, shutdown,
 //! metrics), `package` (fetching A's packages) and `protocol`; never `server`,
@@ -19,6 +20,7 @@ pub mod callbacks;
 mod job;
 pub mod judge_server;
 pub mod metrics;
+mod staging;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -137,8 +139,8 @@ pub struct Forwarder {
     claim_wait: Duration,
     metrics_addr: Option<SocketAddr>,
     callback_listen: Option<SocketAddr>,
-    /// Removed when the forwarder ends.
-    _staging: tempfile::TempDir,
+    /// Removed when the forwarder ends (or by the next one, after a SIGKILL).
+    _staging: staging::Staging,
 }
 
 impl Forwarder {
@@ -152,10 +154,8 @@ impl Forwarder {
         let client = Client::new(&config.server, &config.key)?;
         crate::runner::check_key(&client, &config.server).await?;
         let staging_parent = config.staging.clone().unwrap_or_else(std::env::temp_dir);
-        let staging = tempfile::Builder::new()
-            .prefix("judge-runner-forward-")
-            .tempdir_in(&staging_parent)
-            .map_err(|source| ForwardError::Staging {
+        let staging =
+            staging::Staging::create(&staging_parent).map_err(|source| ForwardError::Staging {
                 path: staging_parent,
                 source,
             })?;

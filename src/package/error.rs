@@ -104,6 +104,14 @@ impl PackageError {
         self.code() == FETCH_FAILED
     }
 
+    /// Whether the local file system ran out of space (or quota) under the cache:
+    /// the host's fault, not the job's. A Runner hands such work back instead of
+    /// failing it, so a full disk never spends a job's deliveries.
+    pub fn is_storage_full(&self) -> bool {
+        matches!(self, PackageError::Io { source, .. }
+            if matches!(source.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded))
+    }
+
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         PackageError::Io {
             action,
@@ -267,5 +275,34 @@ mod tests {
         assert_eq!(invalid.code(), INVALID);
         assert!(!invalid.retryable());
         assert_eq!(invalid.to_string(), "data/secret/1.in: no answer file");
+    }
+
+    #[test]
+    fn storage_full_is_told_apart_from_other_local_errors() {
+        let full = PackageError::io(
+            "write",
+            "/cache/x",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        assert!(full.is_storage_full());
+        assert!(full.retryable());
+        let quota = PackageError::io(
+            "write",
+            "/cache/x",
+            io::Error::from_raw_os_error(libc::EDQUOT),
+        );
+        assert!(quota.is_storage_full());
+        let denied = PackageError::io(
+            "write",
+            "/cache/x",
+            io::Error::from_raw_os_error(libc::EACCES),
+        );
+        assert!(!denied.is_storage_full());
+        let fetch = PackageError::Fetch {
+            url: "u".into(),
+            attempts: 1,
+            failure: FetchFailure::Status(507),
+        };
+        assert!(!fetch.is_storage_full());
     }
 }

@@ -132,7 +132,14 @@ pub mod verdict {
 
 /// Token scopes.
 pub mod scope {
+    /// `POST /api/trials`, `GET /api/trials/{id}`.
     pub const TRIAL_RUN: &str = "trial:run";
+    /// Every manager `GET` (views, attachments, listings, the queue).
+    pub const CONSOLE_READ: &str = "console:read";
+    /// `POST /api/problems` (upload packages).
+    pub const PROBLEMS_WRITE: &str = "problems:write";
+    /// `POST /api/submissions`, rejudge, cancel.
+    pub const SUBMISSIONS_WRITE: &str = "submissions:write";
 }
 
 #[cfg(test)]

@@ -113,10 +113,31 @@ enum Evaluated {
     Lost,
     /// The daemon is stopping: hand the work back.
     Abandoned,
+    /// This host's package cache has no room: the host's fault, not the job's.
+    /// Handed back (a release gives the delivery back), and the slot pauses.
+    StorageFull {
+        message: String,
+    },
+}
+
+/// How a piece of work ended, as far as the health of the slot goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotHealth {
+    /// Judged, failed for a reason of the job's own, lost or released.
+    Fine,
+    /// The sandbox failed: this host is suspect (the slot's breaker counts it).
+    SandboxFailed,
+    /// The package cache's file system is full: released, claims pause.
+    StorageFull,
 }
 
 impl Evaluated {
     fn package(err: &PackageError) -> Self {
+        if err.is_storage_full() {
+            return Evaluated::StorageFull {
+                message: err.to_string(),
+            };
+        }
         Evaluated::Failed {
             reason: err.code().to_string(),
             retryable: err.retryable(),
@@ -125,9 +146,13 @@ impl Evaluated {
     }
 }
 
-/// Evaluates one claim to the end. Answers whether it ended in a sandbox
-/// failure (the host's fault, not the job's), for the slot's breaker.
-pub(crate) async fn evaluate(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shutdown) -> bool {
+/// Evaluates one claim to the end. Answers whether it ended in a failure of this
+/// host (the sandbox, a full cache) rather than of the job, for the slot's breaker.
+pub(crate) async fn evaluate(
+    ctx: &JobContext<'_>,
+    claim: Claim,
+    shutdown: &Shutdown,
+) -> SlotHealth {
     let work = ClaimedWork::from(claim);
     let started = Instant::now();
     tracing::info!(work = %work.work, slot = ctx.slot, language = %work.language, package = %work.package.sha256, "claimed");
@@ -151,11 +176,16 @@ pub(crate) async fn evaluate(ctx: &JobContext<'_>, claim: Claim, shutdown: &Shut
     } else {
         evaluated
     };
-    let sandbox_failed = matches!(&evaluated, Evaluated::Failed { reason, .. }
-        if reason == crate::judge::reason::SANDBOX_FAILED);
+    let health = match &evaluated {
+        Evaluated::Failed { reason, .. } if reason == crate::judge::reason::SANDBOX_FAILED => {
+            SlotHealth::SandboxFailed
+        }
+        Evaluated::StorageFull { .. } => SlotHealth::StorageFull,
+        _ => SlotHealth::Fine,
+    };
     settle(ctx, &work, evaluated, shutdown).await;
     tracing::debug!(work = %work.work, seconds = started.elapsed().as_secs_f64(), "done with the work");
-    sandbox_failed
+    health
 }
 
 /// A claim answered after the daemon began stopping: released at once, unjudged.
@@ -349,6 +379,10 @@ async fn settle(
         },
         Evaluated::Lost => Ending::Lost,
         Evaluated::Abandoned => Ending::Abandoned,
+        Evaluated::StorageFull { message } => {
+            tracing::error!(work = %work.work, slot = ctx.slot, %message, "the package cache is full: handing the work back");
+            Ending::Abandoned
+        }
     };
     settle::settle(
         ctx.client,

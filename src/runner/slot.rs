@@ -12,7 +12,7 @@ use crate::protocol::Claim;
 use super::backoff::Backoff;
 use super::claim_loop::{ClaimHandler, ClaimLoop};
 use super::client::Client;
-use super::job::{self, JobContext, ProblemMemo};
+use super::job::{self, JobContext, ProblemMemo, SlotHealth};
 use super::metrics::Metrics;
 use super::shutdown::Shutdown;
 
@@ -72,6 +72,7 @@ impl RunnerSlot {
             slot: &self,
             sick: Backoff::new(Duration::from_secs(30), Duration::from_secs(600)),
             sandbox_failures: 0,
+            full: Backoff::new(Duration::from_secs(2), Duration::from_secs(60)),
         };
         claims.run(&mut evaluator, &shutdown).await;
         tracing::debug!(slot = self.index, "slot stopped");
@@ -83,16 +84,32 @@ impl RunnerSlot {
 /// the likelier culprit than the jobs; each further claim would burn one of some
 /// job's deliveries. Claims pause, from 30 s up to 10 min, until a job ends any
 /// other way.
+///
+/// A job handed back because the package cache's file system is full pauses
+/// claims at once (a jittered pause growing from 2 s to a minute while it stays
+/// full): every claim meanwhile would be handed back too.
 struct Evaluator<'a> {
     slot: &'a RunnerSlot,
     sick: Backoff,
     sandbox_failures: u32,
+    full: Backoff,
 }
 
 impl ClaimHandler for Evaluator<'_> {
     async fn handle(&mut self, claim: Claim, shutdown: &Shutdown) -> Option<Duration> {
-        let sandbox_failed = job::evaluate(&self.slot.job_context(), claim, shutdown).await;
-        if sandbox_failed {
+        let health = job::evaluate(&self.slot.job_context(), claim, shutdown).await;
+        if health == SlotHealth::StorageFull {
+            let pause = self.full.next_delay();
+            self.slot.shared.metrics.paused();
+            tracing::error!(
+                slot = self.slot.index,
+                pause = ?pause,
+                "the package cache's file system is full: this slot stops claiming for a while"
+            );
+            return Some(pause);
+        }
+        self.full.reset();
+        if health == SlotHealth::SandboxFailed {
             self.sandbox_failures += 1;
         } else {
             self.sandbox_failures = 0;

@@ -13,6 +13,7 @@ use axum::http::request::Parts;
 use rand::RngCore as _;
 use subtle::ConstantTimeEq as _;
 
+use super::activity;
 use super::error::ApiError;
 use super::state::{AppState, digest};
 use crate::protocol::codes::scope;
@@ -20,8 +21,14 @@ use crate::protocol::codes::scope;
 pub const RUNNER_KEY_PREFIX: &str = "jrk_";
 pub const API_TOKEN_PREFIX: &str = "jrt_";
 
-/// The scopes `POST /api/tokens` can grant.
-pub const GRANTABLE_SCOPES: [&str; 1] = [scope::TRIAL_RUN];
+/// The scopes `POST /api/tokens` can grant (CONTRACT §7). The manager token has
+/// every one; creating runners and tokens stays the manager's alone.
+pub const GRANTABLE_SCOPES: [&str; 4] = [
+    scope::TRIAL_RUN,
+    scope::CONSOLE_READ,
+    scope::PROBLEMS_WRITE,
+    scope::SUBMISSIONS_WRITE,
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Caller {
@@ -50,6 +57,14 @@ pub fn digest_hex(secret: &str) -> String {
 
 fn same_digest(a: &[u8], b: &[u8]) -> bool {
     a.ct_eq(b).into()
+}
+
+/// The secret a request presents, from where the contract allows one: the
+/// `Authorization: Bearer` header (the console's session cookie is the only other
+/// place CONTRACT §7 allows; a query string never is). Every extractor below
+/// reads the caller through this one function.
+fn presented_secret(parts: &Parts) -> Option<&str> {
+    bearer(parts)
 }
 
 fn bearer(parts: &Parts) -> Option<&str> {
@@ -81,7 +96,24 @@ async fn identify_with(
     state: &AppState,
     check: RunnerCheck,
 ) -> Result<Caller, ApiError> {
-    let token = bearer(parts).ok_or(ApiError::AuthRequired)?;
+    let token = presented_secret(parts).ok_or(ApiError::AuthRequired)?;
+    identify_secret(token, state, check).await
+}
+
+/// Identifies the holder of a secret given some other way than the header: the
+/// console's login form.
+pub async fn identify_token(token: &str, state: &AppState) -> Result<Caller, ApiError> {
+    identify_secret(token.trim(), state, RunnerCheck::Fresh).await
+}
+
+async fn identify_secret(
+    token: &str,
+    state: &AppState,
+    check: RunnerCheck,
+) -> Result<Caller, ApiError> {
+    if token.is_empty() {
+        return Err(ApiError::AuthRequired);
+    }
     let presented = digest(token);
     if same_digest(&presented, state.manager_token_digest()) {
         return Ok(Caller::Manager);
@@ -139,6 +171,72 @@ pub struct TrialAuth {
     pub token_id: Option<i64>,
 }
 
+impl Caller {
+    /// Does this caller hold `scope`? The manager holds every scope, a Runner none.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        match self {
+            Caller::Manager => true,
+            Caller::Runner { .. } => false,
+            Caller::Token { scopes, .. } => scopes.iter().any(|s| s == scope),
+        }
+    }
+
+    /// The API token's id, `None` for the manager or a Runner.
+    pub fn token_id(&self) -> Option<i64> {
+        match self {
+            Caller::Token { token_id, .. } => Some(*token_id),
+            _ => None,
+        }
+    }
+}
+
+/// `scoped_auth!(Name, SCOPE, "doc")`: an extractor admitting the manager or an
+/// API token holding `SCOPE`; anyone else with a valid token is 403
+/// `auth.forbidden`.
+macro_rules! scoped_auth {
+    ($name:ident, $scope:expr, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name {
+            /// The API token's id; `None` for the manager.
+            pub token_id: Option<i64>,
+        }
+
+        impl FromRequestParts<AppState> for $name {
+            type Rejection = ApiError;
+            async fn from_request_parts(
+                parts: &mut Parts,
+                state: &AppState,
+            ) -> Result<Self, ApiError> {
+                let caller = identify(parts, state).await?;
+                if caller.has_scope($scope) {
+                    Ok($name {
+                        token_id: caller.token_id(),
+                    })
+                } else {
+                    Err(ApiError::AuthForbidden)
+                }
+            }
+        }
+    };
+}
+
+scoped_auth!(
+    ReadAuth,
+    scope::CONSOLE_READ,
+    "Scope `console:read`: every manager `GET` (the manager or a token with it)."
+);
+scoped_auth!(
+    ProblemsWriteAuth,
+    scope::PROBLEMS_WRITE,
+    "Scope `problems:write`: `POST /api/problems` (the manager or a token with it)."
+);
+scoped_auth!(
+    SubmissionsWriteAuth,
+    scope::SUBMISSIONS_WRITE,
+    "Scope `submissions:write`: create submissions, rejudge, cancel (the manager or a token with it)."
+);
+
 /// Who may download packages: a Runner or the manager.
 #[derive(Debug, Clone, Copy)]
 pub struct PackageAuth;
@@ -157,7 +255,19 @@ impl FromRequestParts<AppState> for RunnerAuth {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match identify_with(parts, state, RunnerCheck::Cached).await? {
-            Caller::Runner { runner_id } => Ok(RunnerAuth { runner_id }),
+            Caller::Runner { runner_id } => {
+                // "Last heard from" (GET /api/runners): a map lookup, and a write
+                // at most every few seconds per Runner.
+                activity::note(
+                    &state.db,
+                    &state.runner_activity,
+                    runner_id,
+                    state.now_ms(),
+                    None,
+                )
+                .await;
+                Ok(RunnerAuth { runner_id })
+            }
             _ => Err(ApiError::AuthForbidden),
         }
     }

@@ -8,8 +8,10 @@
 //!   background, answering a [`ServerHandle`] (tests, the demo);
 //! - [`serve`] is `start` until SIGINT/SIGTERM (the `serve` command).
 
+pub mod activity;
 pub mod auth;
 pub mod clock;
+pub mod console;
 pub mod db;
 pub mod error;
 pub mod extract;

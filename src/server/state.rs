@@ -176,6 +176,8 @@ pub struct Shared {
     pub queue_changed: Notify,
     /// Runner keys already seen on this server (see [`RunnerKeyCache`]).
     pub runner_keys: RunnerKeyCache,
+    /// What this server last wrote of each Runner's calls (`GET /api/runners`).
+    pub runner_activity: crate::server::activity::RunnerActivity,
     manager_token_digest: [u8; 32],
 }
 
@@ -229,6 +231,7 @@ impl AppState {
             config,
             queue_changed: Notify::new(),
             runner_keys: RunnerKeyCache::default(),
+            runner_activity: Default::default(),
         })))
     }
 

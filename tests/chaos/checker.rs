@@ -23,6 +23,9 @@ pub struct Report {
     pub claims_counted: u64,
     pub webhook_events: usize,
     pub longest_wait_past_fault_free: f64,
+    /// A's jobs the forwarding Runner completed, and the submissions B holds.
+    pub forwarded: usize,
+    pub b_submissions: usize,
     pub violations: Vec<String>,
 }
 
@@ -40,6 +43,13 @@ const LEASE_ROUTES: [&str; 6] = [
 
 fn counter(text: &str, name: &str) -> u64 {
     metric_value(text, name).map_or(0, |v| v.round().max(0.0) as u64)
+}
+
+/// 200 answers to `/release` in one Server log: every release it took.
+fn releases_in_log(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.contains("status=200") && l.contains("route=/api/jobs/{id}/release "))
+        .count() as u64
 }
 
 /// 409 answers to lease-bearing calls in one Server log.
@@ -188,6 +198,16 @@ pub async fn check(sys: &mut System, work: &Workload) -> Report {
                     "server {i} start {start}: {logged} stale calls refused in its log, {counted} counted"
                 ));
             }
+            // Every release the Server took is counted, the fourth and later of a
+            // job too (which the job's `releases` column, counting the free
+            // ones, does not hold).
+            let released = releases_in_log(&log);
+            let counted = counter(text, "judge_releases_total");
+            if (alive && counted != released) || counted > released {
+                v.push(format!(
+                    "server {i} start {start}: {released} releases taken in its log, {counted} counted"
+                ));
+            }
         }
     }
     let total = |f: fn(&JobRow) -> i64| jobs.iter().map(f).sum::<i64>() as u64;
@@ -201,7 +221,13 @@ pub async fn check(sys: &mut System, work: &Workload) -> Report {
         ("judge_refunds_total", total(|j| j.refunds)),
     ] {
         let counted = sums.get(name).copied().unwrap_or_default();
-        if counted > in_db || in_db > counted + slack {
+        // A job's `releases` holds its free releases only (at most three: the
+        // ones that gave a delivery back); the Servers count every release, and
+        // their logs above account for the rest.
+        let more_than_held = name == "judge_releases_total"
+            && jobs.iter().any(|j| j.releases >= 3)
+            && counted >= in_db;
+        if (counted > in_db && !more_than_held) || in_db > counted + slack {
             v.push(format!(
                 "{name}: the Servers counted {counted}, the jobs hold {in_db} (slack {slack})"
             ));
@@ -254,6 +280,25 @@ pub async fn check(sys: &mut System, work: &Workload) -> Report {
         }
     }
 
+    // The forwarder: A's jobs it completed, and B's ledger (no attempt spent twice).
+    let mut forwarded = 0;
+    let mut b_submissions = 0;
+    if let Some(side) = &sys.forward {
+        forwarded = jobs
+            .iter()
+            .filter(|j| j.state == "Completed" && j.runner_id == Some(side.runner_id))
+            .count();
+        let b = super::forward::check_b(side).await;
+        b_submissions = b.submissions;
+        v.extend(b.violations);
+        if forwarded == 0 && submissions.len() >= 50 {
+            v.push(format!(
+                "the forwarder completed none of {} submissions' jobs",
+                submissions.len()
+            ));
+        }
+    }
+
     Report {
         submissions: submissions.len(),
         attempts: jobs.len(),
@@ -266,6 +311,8 @@ pub async fn check(sys: &mut System, work: &Workload) -> Report {
         claims_counted: sums.get("judge_claims_total").copied().unwrap_or_default(),
         webhook_events: events,
         longest_wait_past_fault_free: longest,
+        forwarded,
+        b_submissions,
         violations: v,
     }
 }
@@ -299,11 +346,13 @@ pub fn leftovers(sys: &System) -> Vec<String> {
             }
         }
     }
-    // Each daemon's one slot and its validator box (+500).
+    // Each daemon's one slot and its validator box (+500), B's daemon's too.
     let boxes: Vec<u32> = sys
         .daemons
         .iter()
-        .flat_map(|d| [60_000 + d.first_box, 60_000 + d.first_box + 500])
+        .map(|d| d.first_box)
+        .chain(sys.forward.as_ref().map(|f| f.b_first_box))
+        .flat_map(|b| [60_000 + b, 60_000 + b + 500])
         .collect();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
@@ -335,7 +384,10 @@ pub fn leftovers(sys: &System) -> Vec<String> {
         (name.starts_with("judge-runner-work-") && name.ends_with(".lock"))
             || name.ends_with(".log")
             || name.starts_with("judge.db")
-            || matches!(name, "storage" | "cache" | "corrupt-addition" | "box-locks")
+            || matches!(
+                name,
+                "storage" | "cache" | "corrupt-addition" | "box-locks" | "server-b" | "b-cache"
+            )
     };
     for e in std::fs::read_dir(scene).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
@@ -380,6 +432,10 @@ impl Report {
             self.longest_wait_past_fault_free
         );
         t += &format!(
+            "  jobs forwarded (A) / B submissions {} / {}\n",
+            self.forwarded, self.b_submissions
+        );
+        t += &format!(
             "  violations                       {}\n",
             self.violations.len()
         );
@@ -402,6 +458,8 @@ impl Report {
             "claims_counted": self.claims_counted,
             "webhook_events": self.webhook_events,
             "longest_wait_past_fault_free_seconds": self.longest_wait_past_fault_free,
+            "jobs_forwarded": self.forwarded,
+            "b_submissions": self.b_submissions,
             "violations": self.violations,
         })
     }

@@ -28,6 +28,7 @@ pub struct JobRow {
     pub refunds: i64,
     pub releases: i64,
     pub failure_reason: Option<String>,
+    pub runner_id: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -49,9 +50,10 @@ pub struct OutboxRow {
 
 const SUBMISSIONS: &str =
     "SELECT id, problem_id, language, files, callback_url, created_ms FROM submissions ORDER BY id";
-const JOBS: &str = "SELECT id, submission_id, attempt, state, deliveries, refunds, releases, failure_reason FROM jobs ORDER BY id";
+const JOBS: &str = "SELECT id, submission_id, attempt, state, deliveries, refunds, releases, failure_reason, runner_id FROM jobs ORDER BY id";
 const RESULTS: &str =
     "SELECT evaluation_job_id, verdict, score, created_ms FROM results ORDER BY evaluation_job_id";
+const SUBMISSION_KEYS: &str = "SELECT client_key, first_id FROM idempotency_keys WHERE route = 'submissions' ORDER BY client_key";
 const OUTBOX: &str = "SELECT job_id, state, delivery_id, delivered_ms IS NOT NULL AS delivered, gave_up_ms IS NOT NULL AS gave_up FROM webhook_outbox ORDER BY id";
 
 macro_rules! rows {
@@ -105,6 +107,7 @@ impl Db {
             refunds: r.get(5),
             releases: r.get(6),
             failure_reason: r.get(7),
+            runner_id: r.get(8),
         })
     }
 
@@ -115,6 +118,11 @@ impl Db {
             score: r.get(2),
             created_ms: r.get(3),
         })
+    }
+
+    /// `(client_key, submission_id)` of every `Idempotency-Key` of a submission.
+    pub async fn submission_keys(&self) -> Vec<(String, i64)> {
+        rows!(self, SUBMISSION_KEYS, |r| (r.get(0), r.get(1)))
     }
 
     pub async fn outbox(&self) -> Vec<OutboxRow> {

@@ -5,7 +5,8 @@
 //! Two runs, both `#[ignore]`d (they take minutes): `chaos_postgres` (two `serve`
 //! on one PostgreSQL the harness owns) and `chaos_sqlite` (one `serve`). Each has
 //! three `daemon`s with disjoint box ranges and one shared package cache, every
-//! daemon reaching the Servers through its own fault proxy.
+//! daemon reaching the Servers through its own fault proxy, and a forwarding
+//! Runner (`judge-runner forward`) judging at a Server B of its own (forward.rs).
 //!
 //!     JUDGE_CHAOS_SECONDS=300 JUDGE_CHAOS_SEED=42 cargo test --test chaos -- --ignored --nocapture
 //!
@@ -24,6 +25,7 @@ mod e2e_common;
 
 mod checker;
 mod db;
+mod forward;
 mod pg;
 mod proxy;
 mod receiver;
@@ -196,23 +198,7 @@ async fn serve_answers_503_while_postgres_is_down_and_recovers() {
 async fn an_upload_to_a_full_storage_is_refused_and_leaves_nothing() {
     let scene = e2e_common::Scene::new("storage-full");
     let storage = scene.path("storage");
-    std::fs::create_dir_all(&storage).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
-        .arg(&storage)
-        .status()
-        .unwrap();
-    assert!(mounted.success());
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount")
-                .arg("-l")
-                .arg(&self.0)
-                .status();
-        }
-    }
-    let _unmount = Unmount(storage.clone());
+    let _tmpfs = e2e_common::disk::Tmpfs::mount(&storage, "4m");
     let mut opts = e2e_common::ServeOpts::sqlite(scene.dir.path(), 30);
     opts.storage = storage.clone();
     let serve = e2e_common::Serve::start(&opts, &scene.path("serve.log"));
@@ -229,7 +215,7 @@ async fn an_upload_to_a_full_storage_is_refused_and_leaves_nothing() {
         (r.status().as_u16(), r.text().await.unwrap())
     };
     let fill = storage.join("fill");
-    system::fill(&fill);
+    e2e_common::disk::fill(&fill);
     let before = system::files_under(&storage);
     let (status, body) = upload().await;
     assert_eq!(status, 503, "{body}");

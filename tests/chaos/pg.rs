@@ -27,8 +27,11 @@ fn bindir() -> Option<PathBuf> {
 }
 
 fn as_postgres(cmd: &str) -> bool {
+    // From `/`: the postgres user cannot enter a clone under a mode-0700 directory
+    // (root's home), and its shell would complain about the working directory.
     Command::new("su")
         .args(["-s", "/bin/sh", "postgres", "-c", cmd])
+        .current_dir("/")
         .status()
         .map(|s| s.success())
         .unwrap_or(false)

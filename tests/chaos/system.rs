@@ -4,14 +4,15 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use rand::Rng;
 use rand::rngs::StdRng;
 
+use super::e2e_common::disk::{Tmpfs, fill};
 use super::e2e_common::{Daemon, DaemonOpts, Scene, Serve, ServeOpts, TOKEN, free_port};
+use super::forward::ForwardSide;
 use super::pg::Postgres;
 use super::proxy::{Link, Proxy};
 use super::receiver::Receiver;
@@ -43,6 +44,8 @@ pub enum Fault {
     Delay(usize),
     Loss(usize),
     Partition(usize),
+    KillForwarder,
+    StopForwarder,
 }
 
 impl Fault {
@@ -59,6 +62,8 @@ impl Fault {
             Fault::Delay(_) => "link delay",
             Fault::Loss(_) => "link loss",
             Fault::Partition(_) => "link partition",
+            Fault::KillForwarder => "kill -9 forwarder",
+            Fault::StopForwarder => "SIGSTOP forwarder past its lease",
         }
     }
 }
@@ -72,6 +77,8 @@ enum Undo {
     Heal(usize),
     Unfill(PathBuf),
     StartPostgres,
+    StartForwarder,
+    ContForwarder,
 }
 
 pub struct ServerSlot {
@@ -99,6 +106,8 @@ pub struct System {
     pub pg: Option<Postgres>,
     pub servers: Vec<ServerSlot>,
     pub daemons: Vec<DaemonSlot>,
+    /// The forwarding Runner and its Server B.
+    pub forward: Option<ForwardSide>,
     pub receiver: Receiver,
     pub storage: PathBuf,
     pub cache: PathBuf,
@@ -108,24 +117,9 @@ pub struct System {
     /// partial file): each a violation.
     pub probe_violations: Vec<String>,
     pending: Vec<(Instant, Undo)>,
-    mounts: Vec<PathBuf>,
+    /// Unmounted when the run ends (dropped after the processes are stopped).
+    mounts: Vec<Tmpfs>,
     keep: bool,
-}
-
-fn mount_tmpfs(at: &Path, size: &str) {
-    std::fs::create_dir_all(at).unwrap();
-    let st = Command::new("mount")
-        .args([
-            "-t",
-            "tmpfs",
-            "-o",
-            &format!("size={size},mode=0755"),
-            "tmpfs",
-        ])
-        .arg(at)
-        .status()
-        .unwrap();
-    assert!(st.success(), "mount tmpfs at {}", at.display());
 }
 
 impl System {
@@ -137,8 +131,7 @@ impl System {
         let scene = Scene::new(&format!("chaos-{}", seed % 10_000));
         let storage = scene.path("storage");
         let cache = scene.path("cache");
-        mount_tmpfs(&storage, "48m");
-        mount_tmpfs(&cache, "48m");
+        let mounts = vec![Tmpfs::mount(&storage, "48m"), Tmpfs::mount(&cache, "48m")];
         let receiver = Receiver::start().await;
         let database = match &pg {
             Some(pg) => pg.url(),
@@ -164,6 +157,7 @@ impl System {
             pg,
             servers,
             daemons: Vec::new(),
+            forward: None,
             receiver,
             storage,
             cache,
@@ -171,10 +165,9 @@ impl System {
             injected: BTreeMap::new(),
             probe_violations: Vec::new(),
             pending: Vec::new(),
-            mounts: Vec::new(),
+            mounts,
             keep: false,
         };
-        sys.mounts = vec![sys.storage.clone(), sys.cache.clone()];
         for i in 0..sys.servers.len() {
             sys.start_server(i);
         }
@@ -205,6 +198,21 @@ impl System {
         for d in &sys.daemons {
             d.daemon.as_ref().unwrap().wait_started().await;
         }
+        let created = sys
+            .manager()
+            .create_runner("chaos-forwarder")
+            .await
+            .unwrap();
+        let side = ForwardSide::start(
+            &sys.scene,
+            upstreams,
+            created.key,
+            created.runner_id,
+            seed,
+            backend == Backend::Sqlite,
+        )
+        .await;
+        sys.forward = Some(side);
         Some(sys)
     }
 
@@ -333,6 +341,16 @@ impl System {
                     assert!(pg.start_again(), "pg_ctl start failed");
                 }
             }
+            Undo::StartForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.start_forwarder(&self.scene);
+                }
+            }
+            Undo::ContForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.cont();
+                }
+            }
         }
     }
 
@@ -347,7 +365,7 @@ impl System {
     pub fn pick_fault(&self, rng: &mut StdRng) -> Option<Fault> {
         let d = rng.random_range(0..DAEMONS);
         let s = rng.random_range(0..self.servers.len());
-        let fault = match rng.random_range(0..10) {
+        let fault = match rng.random_range(0..12) {
             0 => Fault::KillDaemon(d),
             1 => Fault::StopDaemon(d),
             2 => Fault::KillServer(s),
@@ -359,7 +377,9 @@ impl System {
             5 => Fault::FillCache,
             6 => Fault::Delay(d),
             7 => Fault::Loss(d),
-            _ => Fault::Partition(d),
+            8 | 9 => Fault::Partition(d),
+            10 => Fault::KillForwarder,
+            _ => Fault::StopForwarder,
         };
         let daemons_hit = (0..DAEMONS).filter(|&j| self.daemon_busy(j)).count();
         let ok = match fault {
@@ -394,6 +414,13 @@ impl System {
                 .pending
                 .iter()
                 .any(|(_, u)| matches!(u, Undo::Unfill(_))),
+            Fault::KillForwarder | Fault::StopForwarder => {
+                self.forward.is_some()
+                    && !self
+                        .pending
+                        .iter()
+                        .any(|(_, u)| matches!(u, Undo::StartForwarder | Undo::ContForwarder))
+            }
         };
         ok.then_some(fault)
     }
@@ -470,6 +497,20 @@ impl System {
                 self.daemons[i].proxy.set(Link::Partition);
                 self.pending.push((secs(rng, 2, 12), Undo::Heal(i)));
             }
+            Fault::KillForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.kill();
+                }
+                self.pending.push((secs(rng, 1, 5), Undo::StartForwarder));
+            }
+            Fault::StopForwarder => {
+                if let Some(f) = &mut self.forward {
+                    f.stop();
+                }
+                let past = LEASE_SECONDS + 2;
+                self.pending
+                    .push((secs(rng, past, past + 3), Undo::ContForwarder));
+            }
         }
     }
 
@@ -521,7 +562,10 @@ impl System {
         std::fs::write(copy.join("data/padding.bin"), padding).unwrap();
         let bytes = judge_runner::demo::examples::tar_gz(&copy).unwrap();
         let _ = std::fs::remove_dir_all(&copy);
-        let m = self.manager();
+        // The one Server of the SQLite run may be down (killed just before).
+        let Some(m) = self.managers().into_iter().next() else {
+            return;
+        };
         let answer = reqwest::Client::new()
             .post(format!("{}/api/problems", m.base_url()))
             .bearer_auth(TOKEN)
@@ -555,16 +599,24 @@ impl System {
     /// started again with it, as an operator would.
     async fn revoke_and_renew(&mut self, i: usize) {
         let old = self.daemons[i].runner_id;
+        let mut revoked = false;
         let created = loop {
-            let m = self.manager();
-            let revoked = reqwest::Client::new()
-                .delete(format!("{}/api/runners/{old}", m.base_url()))
-                .bearer_auth(TOKEN)
-                .send()
-                .await;
-            if revoked.is_ok_and(|r| r.status().is_success())
-                && let Ok(c) = m.create_runner(&format!("chaos-{i}-renewed")).await
-            {
+            // The one Server of the SQLite run may be down (killed just before):
+            // wait for its restart, which tick() does when it is due.
+            let Some(m) = self.managers().into_iter().next() else {
+                self.tick().await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                continue;
+            };
+            if !revoked {
+                revoked = reqwest::Client::new()
+                    .delete(format!("{}/api/runners/{old}", m.base_url()))
+                    .bearer_auth(TOKEN)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+            }
+            if revoked && let Ok(c) = m.create_runner(&format!("chaos-{i}-renewed")).await {
                 break c;
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -602,11 +654,19 @@ impl System {
                 self.start_daemon(i);
             }
         }
+        if let Some(f) = &mut self.forward
+            && f.forwarder.is_none()
+        {
+            f.start_forwarder(&self.scene);
+        }
     }
 
     /// SIGTERM to every daemon (each releases or finishes what it holds and exits),
     /// then the last metrics of the Servers.
     pub async fn stop(&mut self) {
+        if let Some(f) = &mut self.forward {
+            f.shut_down();
+        }
         for slot in &mut self.daemons {
             if let Some(d) = &slot.daemon {
                 d.signal(Signal::SIGTERM);
@@ -645,19 +705,6 @@ pub fn files_under(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
     out
 }
 
-/// Fills the file system of `file` to the last byte.
-pub fn fill(file: &Path) {
-    use std::io::Write;
-    let Ok(mut f) = std::fs::File::create(file) else {
-        return;
-    };
-    let big = vec![0u8; 1 << 20];
-    while f.write_all(&big).is_ok() {}
-    let small = [0u8; 512];
-    while f.write_all(&small).is_ok() {}
-    while f.write_all(&small[..1]).is_ok() {}
-}
-
 impl Drop for System {
     fn drop(&mut self) {
         for d in &mut self.daemons {
@@ -670,9 +717,7 @@ impl Drop for System {
         for s in &mut self.servers {
             s.serve.take();
         }
-        for m in &self.mounts {
-            let _ = Command::new("umount").arg("-l").arg(m).status();
-        }
+        self.mounts.clear();
         if self.keep {
             let kept = self.scene.dir.path().to_path_buf();
             let _ = std::mem::replace(

@@ -14,6 +14,12 @@ use judge_runner::protocol::{Id, JobView, SubmissionFile};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+pub mod disk;
+mod forwarder;
+pub mod postgres;
+#[allow(unused_imports)] // used by e2e_forward and chaos only
+pub use forwarder::Forwarder;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_judge-runner");
 pub const TOKEN: &str = "e2e-manager-token";
 
@@ -28,6 +34,18 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// The child's exit status once it has exited, or `None` after `timeout`.
+pub fn wait_exit(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
 }
 
 /// A `judge-runner serve` process.
@@ -208,14 +226,7 @@ impl Daemon {
 
     /// Waits up to `timeout` for the process to exit.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let start = Instant::now();
-        while start.elapsed() < timeout {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
+        wait_exit(&mut self.child, timeout)
     }
 
     pub fn log_text(&self) -> String {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # schemathesis against a real `judge-runner serve` (SQLite), over the Server's own
-# GET /api/openapi.json, with the manager token, a runner key and a trial:run token
-# for their security schemes. Checks: not_a_server_error, status_code_conformance,
+# GET /api/openapi.json, with the manager token, a runner key and a token holding
+# every grantable scope for their security schemes. Checks: not_a_server_error, status_code_conformance,
 # content_type_conformance, response_schema_conformance. Bounded: SCHEMATHESIS_EXAMPLES
 # cases per operation (default 40) and SCHEMATHESIS_MAX_TIME seconds (default 150,
 # plus 20 s for the revocation pass); SCHEMATHESIS_ARGS adds options to both passes.
@@ -52,7 +52,7 @@ for _ in $(seq 1 200); do
 done
 [ -n "$base" ] || { echo "schemathesis: serve did not start" >&2; cat "$work/stderr" >&2; exit 1; }
 
-# Something to find: a problem, a submission (ids 1), a runner key, a trial token.
+# Something to find: a problem, a submission (ids 1), a runner key, a scoped token.
 api() { # METHOD PATH TOKEN [curl args...]
   local m=$1 p=$2 t=$3; shift 3
   curl -fsS -X "$m" -H "Authorization: Bearer $t" "$@" "$base$p"
@@ -63,7 +63,7 @@ api POST /api/problems "$JUDGE_MANAGER_TOKEN" --data-binary "@$work/guess.tar.gz
 api POST /api/submissions "$JUDGE_MANAGER_TOKEN" -H 'content-type: application/json' \
   -d '{"problem_id": 1, "language": "python3", "files": [{"name": "a.py", "content": "print(1)"}]}' >/dev/null
 RUNNER_KEY=$(api POST /api/runners "$JUDGE_MANAGER_TOKEN" -H 'content-type: application/json' -d '{"name": "schemathesis"}' | json key)
-TRIAL_TOKEN=$(api POST /api/tokens "$JUDGE_MANAGER_TOKEN" -H 'content-type: application/json' -d '{"scopes": ["trial:run"]}' | json token)
+TRIAL_TOKEN=$(api POST /api/tokens "$JUDGE_MANAGER_TOKEN" -H 'content-type: application/json' -d '{"scopes": ["trial:run", "console:read", "problems:write", "submissions:write"]}' | json token)
 export JUDGE_MANAGER_TOKEN RUNNER_KEY TRIAL_TOKEN
 
 cat >"$work/schemathesis.toml" <<'TOML'

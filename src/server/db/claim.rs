@@ -150,11 +150,12 @@ macro_rules! claim_returning {
 
 /// `$1` runner, `$2` token, `$3` lease seconds, `$4` expiry. Every claim:
 /// `deliveries += 1`, a new token, `acknowledged_at = null`; no `row_version` bump.
+/// `claimed_ms` (the claim's time: expiry minus lease) feeds `GET /api/queue`.
 macro_rules! claim_update {
     () => {
         "UPDATE jobs SET state = 'Running', runner_id = $1, lease_token = $2, lease_seconds = $3, \
          lease_expires_ms = $4, deliveries = deliveries + 1, acknowledged_ms = NULL, \
-         progress_done = NULL, progress_total = NULL "
+         progress_done = NULL, progress_total = NULL, claimed_ms = $4 - $3 * 1000 "
     };
 }
 

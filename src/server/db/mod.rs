@@ -11,9 +11,11 @@
 //! `$N` on both backends (SQLite reads `$N` as the N-th argument).
 
 pub mod claim;
+pub mod console;
 pub mod idempotency;
 pub mod jobs;
 pub mod lease;
+pub mod listing;
 pub mod records;
 pub mod trials;
 pub mod views;

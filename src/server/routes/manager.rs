@@ -13,7 +13,8 @@ use crate::protocol::{
     RunnerCreated, RunnerRevoked, SubmissionFile, SubmissionView, TokenCreated, TokenRequest,
 };
 use crate::server::auth::{
-    API_TOKEN_PREFIX, GRANTABLE_SCOPES, ManagerAuth, RUNNER_KEY_PREFIX, digest_hex, new_secret,
+    API_TOKEN_PREFIX, GRANTABLE_SCOPES, ManagerAuth, ProblemsWriteAuth, RUNNER_KEY_PREFIX,
+    ReadAuth, SubmissionsWriteAuth, digest_hex, new_secret,
 };
 use crate::server::db::idempotency::KeyedRoute;
 use crate::server::db::lease::Sweep;
@@ -85,6 +86,11 @@ pub async fn revoke_runner(
     _: ManagerAuth,
     ApiPath(runner_id): ApiPath<i64>,
 ) -> Result<Json<RunnerRevoked>, ApiError> {
+    revoke(&state, runner_id).await.map(Json)
+}
+
+/// Revokes a Runner's key and requeues what it held (the API and the console).
+pub async fn revoke(state: &AppState, runner_id: i64) -> Result<RunnerRevoked, ApiError> {
     if !state
         .db
         .mark_runner_revoked(runner_id, state.now_ms())
@@ -102,12 +108,12 @@ pub async fn revoke_runner(
         .db
         .requeue(WorkKind::Trial, Sweep::OfRunner(runner_id))
         .await?;
-    crate::server::reaper::after_requeue(&state, &jobs, &trials).await;
-    Ok(Json(RunnerRevoked {
+    crate::server::reaper::after_requeue(state, &jobs, &trials).await;
+    Ok(RunnerRevoked {
         runner_id,
         revoked: true,
         requeued: (jobs.len() + trials.len()) as u64,
-    }))
+    })
 }
 
 #[utoipa::path(
@@ -172,14 +178,14 @@ pub async fn receive_package(state: &AppState, body: Body) -> Result<Received, A
     post,
     path = "/api/problems",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["problems:write"])),
     params(ProblemQuery, IdempotencyKeyHeader),
     request_body(content = Binary, content_type = "application/octet-stream", description = "The package `.tar.gz` (any `Content-Type` is accepted)"),
     responses((status = 201, description = "Created (or, under a known `Idempotency-Key`, the first answer again)", body = ProblemCreated, headers(("Idempotent-Replayed" = String, description = "`true` on an answer replayed from an `Idempotency-Key`"))), ProblemErrors)
 )]
 pub async fn create_problem(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: ProblemsWriteAuth,
     ApiQuery(query): ApiQuery<ProblemQuery>,
     headers: axum::http::HeaderMap,
     body: Body,
@@ -287,14 +293,14 @@ pub fn check_files(files: &[SubmissionFile]) -> Result<(), ApiError> {
     post,
     path = "/api/submissions",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["submissions:write"])),
     params(IdempotencyKeyHeader),
     request_body = CreateSubmission,
     responses((status = 201, description = "Created (or, under a known `Idempotency-Key`, the first answer again)", body = AttemptCreated, headers(("Idempotent-Replayed" = String, description = "`true` on an answer replayed from an `Idempotency-Key`"))), SubmissionErrors)
 )]
 pub async fn create_submission(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: SubmissionsWriteAuth,
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<CreateSubmission>,
 ) -> Result<Response, ApiError> {
@@ -373,14 +379,14 @@ pub struct IdempotencyKeyHeader {
     post,
     path = "/api/submissions/{id}/rejudge",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["submissions:write"])),
     params(("id" = i64, Path, description = "submission id")),
     request_body(content = Option<RejudgeRequest>, description = "May be left out"),
     responses((status = 201, description = "Created", body = AttemptCreated), RejudgeErrors)
 )]
 pub async fn rejudge(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: SubmissionsWriteAuth,
     ApiPath(submission_id): ApiPath<i64>,
     OptionalJson(body): OptionalJson<RejudgeRequest>,
 ) -> Result<Created<AttemptCreated>, ApiError> {
@@ -400,13 +406,13 @@ pub async fn rejudge(
     post,
     path = "/api/jobs/{id}/cancel",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["submissions:write"])),
     params(("id" = i64, Path, description = "job id")),
     responses((status = 200, description = "The cancelled job", body = JobView), CancelErrors)
 )]
 pub async fn cancel(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: SubmissionsWriteAuth,
     ApiPath(job_id): ApiPath<i64>,
 ) -> Result<Json<JobView>, ApiError> {
     state.db.cancel_job(job_id).await?;
@@ -427,13 +433,13 @@ async fn get_job_view(state: &AppState, job_id: i64) -> Result<JobView, ApiError
     get,
     path = "/api/jobs/{id}",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["console:read"])),
     params(("id" = i64, Path, description = "job id")),
     responses((status = 200, description = "OK", body = JobView), PathErrors)
 )]
 pub async fn get_job(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: ReadAuth,
     ApiPath(job_id): ApiPath<i64>,
 ) -> Result<Json<JobView>, ApiError> {
     get_job_view(&state, job_id).await.map(Json)
@@ -443,13 +449,13 @@ pub async fn get_job(
     get,
     path = "/api/submissions/{id}",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["console:read"])),
     params(("id" = i64, Path, description = "submission id")),
     responses((status = 200, description = "OK", body = SubmissionView), PathErrors)
 )]
 pub async fn get_submission(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: ReadAuth,
     ApiPath(submission_id): ApiPath<i64>,
 ) -> Result<Json<SubmissionView>, ApiError> {
     let view = state.db.submission_view(submission_id).await?;
@@ -467,13 +473,13 @@ pub async fn get_submission(
     get,
     path = "/api/jobs/{id}/files/{name}",
     tag = "manager",
-    security(("manager_token" = [])),
+    security(("manager_token" = []), ("scoped_token" = ["console:read"])),
     params(("id" = i64, Path, description = "job id"), ("name" = String, Path, description = "`details` or `log`")),
     responses((status = 200, description = "The attachment's bytes", content_type = "application/octet-stream", body = Binary), PathErrors)
 )]
 pub async fn get_file(
     State(state): State<AppState>,
-    _: ManagerAuth,
+    _: ReadAuth,
     ApiPath((job_id, name)): ApiPath<(i64, String)>,
 ) -> Result<Response, ApiError> {
     let missing = || ApiError::not_found(format!("job {job_id} has no attachment {name:?}"));

@@ -1,5 +1,6 @@
 //! The HTTP surface (`../shared/CONTRACT.md` §4), handlers grouped by caller.
 
+pub mod listing;
 pub mod manager;
 pub mod openapi;
 pub mod ops;
@@ -184,14 +185,19 @@ pub fn api_router() -> OpenApiRouter<AppState> {
 
 fn json_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(manager::create_runner))
+        .routes(routes!(manager::create_runner, listing::list_runners))
         .routes(routes!(manager::revoke_runner))
         .routes(routes!(manager::create_token))
-        .routes(routes!(manager::create_submission))
+        .routes(routes!(
+            manager::create_submission,
+            listing::list_submissions
+        ))
         .routes(routes!(manager::get_submission))
         .routes(routes!(manager::rejudge))
         .routes(routes!(runner::claim))
         .routes(routes!(manager::get_job))
+        .routes(routes!(listing::list_jobs))
+        .routes(routes!(listing::queue))
         .routes(routes!(manager::cancel))
         .routes(routes!(job_lease))
         .routes(routes!(job_progress))
@@ -209,7 +215,7 @@ fn json_routes() -> OpenApiRouter<AppState> {
 
 fn upload_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(manager::create_problem))
+        .routes(routes!(manager::create_problem, listing::list_problems))
         .routes(routes!(trials::create))
         .routes(routes!(manager::get_file, runner::put_file))
 }
@@ -237,6 +243,7 @@ pub fn router(state: AppState) -> Router {
         .merge(json)
         .merge(uploads)
         .merge(ops)
+        .merge(crate::server::console::router(state.config.max_upload))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .with_state(state)

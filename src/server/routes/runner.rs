@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Body;
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, USER_AGENT};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::time::Instant;
@@ -14,6 +14,7 @@ use crate::protocol::{
     Claim, ClaimRequest, FailureBody, FileStored, JobClaim, LeaseRenewal, LeaseRenewed, PackageRef,
     ProgressBody, ReleaseBody, StateAnswer, SubmissionFile, TrialClaim,
 };
+use crate::server::activity::{self, ClaimNote, version_of};
 use crate::server::auth::{PackageAuth, RunnerAuth, new_lease_token};
 use crate::server::clock::{after_seconds, to_datetime};
 use crate::server::db::WorkKind;
@@ -82,6 +83,20 @@ pub async fn claim(
             ),
         });
     }
+    // What this claim offers, for GET /api/runners (written only when it changed
+    // or a few seconds passed: see server::activity).
+    let note = ClaimNote {
+        languages: languages.clone(),
+        version: version_of(headers.get(USER_AGENT).and_then(|v| v.to_str().ok())),
+    };
+    activity::note(
+        &state.db,
+        &state.runner_activity,
+        runner.runner_id,
+        state.now_ms(),
+        Some(note),
+    )
+    .await;
     let wait =
         Duration::from_secs(request.wait_seconds.unwrap_or(0)).min(state.config.max_claim_wait);
     let deadline = Instant::now() + wait;
