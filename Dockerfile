@@ -29,14 +29,33 @@ ARG RUST_IMAGE=rust:1.95-bookworm
 
 # ---- runtime base: toolchains, layout, healthcheck, labels ---------------------
 FROM ${BASE_IMAGE} AS runtime-base
-# The toolchains of the default language table: c (gcc), cpp (g++), python3,
-# java (JDK 17), rust (rustc). A language whose toolchain is missing is simply
-# not offered; add or remove packages here to change what a pool judges.
-# curl: the healthcheck; tini: PID 1.
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      gcc g++ libc6-dev python3 openjdk-17-jdk-headless rustc \
-      ca-certificates curl tini \
+# Which languages of the built-in table get their toolchain (ids, space- or
+# comma-separated; docs/judge.md, "Languages"). The default is the ICPC World
+# Finals set (c, cpp, java, kotlin, python3) plus PyPy and the contract's rust;
+# add go, javascript, csharp (or `all`), e.g.
+#   docker build --build-arg JUDGE_LANGUAGES="c cpp python3 pypy3 go" ...
+# A language whose toolchain is missing is simply not offered (`check` says
+# `missing`). curl: the healthcheck; tini: PID 1.
+ARG JUDGE_LANGUAGES="c cpp java kotlin python3 pypy3 rust"
+RUN set -eu; pkgs="ca-certificates curl tini"; \
+    for l in $(echo "$JUDGE_LANGUAGES" | tr ',' ' '); do \
+      case "$l" in \
+        all) pkgs="$pkgs gcc g++ libc6-dev python3 pypy3 openjdk-17-jdk-headless kotlin rustc golang-go nodejs mono-mcs mono-runtime" ;; \
+        c) pkgs="$pkgs gcc libc6-dev" ;; \
+        cpp) pkgs="$pkgs g++ libc6-dev" ;; \
+        python3) pkgs="$pkgs python3" ;; \
+        pypy3) pkgs="$pkgs pypy3" ;; \
+        java) pkgs="$pkgs openjdk-17-jdk-headless" ;; \
+        kotlin) pkgs="$pkgs openjdk-17-jdk-headless kotlin" ;; \
+        rust) pkgs="$pkgs rustc" ;; \
+        go) pkgs="$pkgs golang-go" ;; \
+        javascript) pkgs="$pkgs nodejs" ;; \
+        csharp) pkgs="$pkgs mono-mcs mono-runtime" ;; \
+        *) echo "JUDGE_LANGUAGES: unknown language $l" >&2; exit 1 ;; \
+      esac; \
+    done; \
+    apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 # The non-root layout. `serve` needs no privilege and runs as `judge`
 # (docker run --user judge); the daemon is the sandbox and must be root. The uid
@@ -64,7 +83,9 @@ CMD ["daemon", "--cache", "/var/cache/judge-runner", "--metrics", "0.0.0.0:9464"
 EXPOSE 8080 9464
 ARG BASE_IMAGE
 ARG JUDGE_RUNNER_GIT_HASH=unknown
+ARG JUDGE_LANGUAGES
 LABEL org.opencontainers.image.title="judge-runner" \
+      io.github.judge-runner.languages="${JUDGE_LANGUAGES}" \
       org.opencontainers.image.description="Sandboxed contest judge: Runner daemon (privileged), Server, demo" \
       org.opencontainers.image.licenses="MIT OR Apache-2.0" \
       org.opencontainers.image.revision="${JUDGE_RUNNER_GIT_HASH}" \

@@ -175,6 +175,39 @@ impl FromStr for BindArg {
     }
 }
 
+/// `FROM=TO`: a submission in language FROM is judged as language TO
+/// (`python3=pypy3`: Kattis' Python 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanguageMapArg {
+    pub from: String,
+    pub to: String,
+}
+
+impl FromStr for LanguageMapArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let ok =
+            |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        match s.split_once('=') {
+            Some((from, to)) if ok(from) && ok(to) && from != to => Ok(LanguageMapArg {
+                from: from.to_string(),
+                to: to.to_string(),
+            }),
+            _ => Err(format!(
+                "invalid language mapping {s:?}: expected FROM=TO, two different language ids"
+            )),
+        }
+    }
+}
+
+/// Applies `--map-language` to a language id (the first mapping of `id` wins).
+pub fn map_language<'a>(maps: &'a [LanguageMapArg], id: &'a str) -> &'a str {
+    maps.iter()
+        .find(|m| m.from == id)
+        .map_or(id, |m| m.to.as_str())
+}
+
 /// `NAME=VALUE`
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvArg {
@@ -225,6 +258,9 @@ pub struct JudgeArgs {
     /// Language table (YAML, the format of the built-in one; see docs/judge.md) replacing the built-in one
     #[arg(long = "languages", value_name = "FILE")]
     pub language_config: Option<PathBuf>,
+    /// Judge a submission in language FROM as language TO (repeatable; `python3=pypy3`: Kattis' Python 3)
+    #[arg(long = "map-language", value_name = "FROM=TO")]
+    pub map_language: Vec<LanguageMapArg>,
     /// Box id of the submission's runs; its custom validator runs on N+500
     #[arg(long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(..=i64::from(crate::judge::MAX_BOX_ID)))]
@@ -328,6 +364,10 @@ pub struct ServeArgs {
         default_value = crate::server::DEFAULT_LANGUAGES
     )]
     pub languages: Vec<String>,
+    /// A submission or trial naming language FROM is stored as TO (repeatable;
+    /// `python3=pypy3`: Kattis' Python 3); TO must be in --languages
+    #[arg(long = "map-language", value_name = "FROM=TO")]
+    pub map_language: Vec<LanguageMapArg>,
     /// Longest `wait_seconds` a claim may wait
     #[arg(long, value_name = "SECS", default_value = "60")]
     pub max_claim_wait: Seconds,
@@ -497,6 +537,9 @@ pub struct VerifyArgs {
     /// Language table (YAML, the format of the built-in one) replacing the built-in one
     #[arg(long = "languages", value_name = "FILE")]
     pub language_config: Option<PathBuf>,
+    /// Judge the submissions in language FROM as language TO (repeatable; `python3=pypy3`: Kattis' Python 3)
+    #[arg(long = "map-language", value_name = "FROM=TO")]
+    pub map_language: Vec<LanguageMapArg>,
     /// Parent cgroup the judges own
     #[arg(long, value_name = "NAME", default_value = "judge-runner")]
     pub cgroup_parent: String,
@@ -525,6 +568,31 @@ mod tests {
         for language in &args.languages {
             assert!(table.get(language).is_some(), "{language} is not built in");
         }
+    }
+
+    #[test]
+    fn language_mappings_parse_and_apply() {
+        let m: LanguageMapArg = "python3=pypy3".parse().unwrap();
+        assert_eq!((m.from.as_str(), m.to.as_str()), ("python3", "pypy3"));
+        for bad in ["python3", "=pypy3", "python3=", "a=a", "py thon=x", "a=b=c"] {
+            assert!(bad.parse::<LanguageMapArg>().is_err(), "{bad}");
+        }
+        let maps = [m];
+        assert_eq!(map_language(&maps, "python3"), "pypy3");
+        assert_eq!(map_language(&maps, "cpp"), "cpp");
+        let cli = Cli::try_parse_from([
+            "judge-runner",
+            "serve",
+            "--languages",
+            "c,pypy3",
+            "--map-language",
+            "python3=pypy3",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(args.map_language, maps);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Every bundled example submission (`examples/problems/*/submissions/<verdict>/`)
 //! through a real `serve` and a real `daemon`: the verdict of its folder, with
-//! `details` and `log` attached.
+//! `details` and `log` attached; the accepted `.py` ones also as pypy3.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -17,7 +17,18 @@ use judge_runner::protocol::JobState;
 #[tokio::test(flavor = "multi_thread")]
 async fn every_example_submission_gets_its_folder_verdict() {
     let scene = Scene::new("examples");
-    let serve = scene.serve(60);
+    // The examples are in every language of the table (contract §7), beyond
+    // the Server's default five.
+    let all: Vec<String> = judge_runner::judge::LanguageTable::builtin()
+        .unwrap()
+        .ids()
+        .map(String::from)
+        .collect();
+    let serve = Serve::start_with(
+        &ServeOpts::sqlite(scene.dir.path(), 60),
+        &scene.path("serve.log"),
+        &["--languages", &all.join(",")],
+    );
     let manager = serve.manager();
     let problems = judge_runner::demo::load(&examples_dir()).unwrap();
     assert!(problems.len() >= 5, "bundled example problems missing");

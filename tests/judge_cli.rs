@@ -251,7 +251,7 @@ fn broken_package_exits_1_without_verdict() {
 }
 
 #[test]
-fn missing_toolchain_exits_1_without_verdict() {
+fn missing_toolchain_exits_2_naming_the_language_and_the_command() {
     let tmp = tempfile::tempdir().unwrap();
     let table = write(
         tmp.path(),
@@ -271,12 +271,16 @@ fn missing_toolchain_exits_1_without_verdict() {
             sub.to_str().unwrap(),
         ],
     );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("language.unavailable"),
-        "{}",
-        stderr(&out)
-    );
+    // Issue 24: refused as bad arguments, never a verdict or an
+    // infrastructure failure.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    for said in [
+        "language.unavailable",
+        "\"ghost\"",
+        "ghost-lang-not-installed",
+    ] {
+        assert!(stderr(&out).contains(said), "{said}: {}", stderr(&out));
+    }
     assert!(out.stdout.is_empty());
 }
 

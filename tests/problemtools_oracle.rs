@@ -572,6 +572,38 @@ const KNOWN_VERDICTS: &[(Tool, &str, &str, &str, &str, &str)] = &[
         OWN_FILE_WINS,
     ),
     (
+        Tool::Problemtools,
+        "addition",
+        "accepted/Add.java",
+        "AC",
+        "CE",
+        JAVA_21,
+    ),
+    (
+        Tool::Problemtools,
+        "addition",
+        "accepted/add.go",
+        "AC",
+        "CE",
+        GCCGO,
+    ),
+    (
+        Tool::Problemtools,
+        "guess",
+        "accepted/bisect.go",
+        "AC",
+        "CE",
+        GCCGO,
+    ),
+    (
+        Tool::Problemtools,
+        "addition",
+        "accepted/add.js",
+        "AC",
+        "RTE",
+        NODE_ADDRESS_SPACE,
+    ),
+    (
         Tool::Bapctools,
         "hexfloat",
         "accepted/exact.py",
@@ -608,6 +640,18 @@ const KNOWN_VERDICTS: &[(Tool, &str, &str, &str, &str, &str)] = &[
 const OWN_FILE_WINS: &str = "a submission bringing its own file of an include file's name \
      (`grader.cpp`): the 2025-09 spec and problemtools overwrite it with the package's; the \
      contract (§2) says never to, and we follow the contract";
+
+const JAVA_21: &str = "problemtools 1.20260907 compiles Java with `javac -source 21`, which \
+     the JDK 17 of Debian 12 (the one we ship and test with) refuses: every Java submission is \
+     a Compilation Error there; ours compiles with javac 17's own default";
+
+const GCCGO: &str = "problemtools compiles Go with `gccgo`, which is not installed here: our \
+     table uses Debian's `golang-go` (`go build`, as DOMjudge does)";
+
+const NODE_ADDRESS_SPACE: &str = "problemtools bounds a run's address space (RLIMIT_AS) by the \
+     memory limit; Node.js reserves more virtual memory than addition's 128 MiB when it \
+     starts and dies there (at guess's 256 MiB it starts). We bound resident memory with the \
+     cgroup, as DOMjudge does, and V8's heap with --max-old-space-size";
 
 const HEX_ANSWERS: &str = "a legacy package whose answers are C99 hexadecimal floats: the legacy \
      format accepts any float formatting and problemtools reads them, as we do; `bt upgrade` \
@@ -862,6 +906,17 @@ fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
         .env("XDG_CONFIG_HOME", &config)
         .output()
         .unwrap();
+    // BAPCtools runs Python 3 with PyPy when `pypy3` is installed (it is, for
+    // our pypy3 entry), and PyPy does not start under its address-space limit
+    // (RLIMIT_AS = the memory limit): as problemtools' venv.sh does, Python 3
+    // is CPython, the contract's, through its per-user language override.
+    let config = tmp.join("bt-config");
+    std::fs::create_dir_all(config.join("bapctools")).unwrap();
+    std::fs::write(
+        config.join("bapctools/languages.yaml"),
+        "python3:\n  name: 'Python 3 (python3)'\n  compile: 'python3 -m py_compile {files}'\n  run: 'python3 \"{mainfile}\"'\n",
+    )
+    .unwrap();
     let mut cmd = Command::new(bt.join("bin/bt"));
     // Its build directory (`bapctools_*`) goes into the test's, removed after.
     cmd.args(["run", "--no-bar"])

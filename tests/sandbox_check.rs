@@ -28,6 +28,11 @@ missing:
   extensions: [missing]
   run: \"{binary}\"
   version: no-such-compiler-judge-runner-test --version
+broken:
+  name: Broken
+  extensions: [broken]
+  run: \"{binary}\"
+  version: false
 ";
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -121,13 +126,29 @@ fn json_report_has_the_contract_shape_and_exit_0() {
     for c in v["checks"].as_array().unwrap() {
         assert!(c["name"].is_string() && c["detail"].is_string(), "{c}");
         assert!(
-            ["ok", "warn", "FAIL"].contains(&c["status"].as_str().unwrap()),
+            ["ok", "warn", "FAIL", "missing", "fail"].contains(&c["status"].as_str().unwrap()),
             "{c}"
         );
     }
     assert_eq!(status_of(&v, "language-shell"), "ok");
-    // A language whose toolchain is missing is not offered: a warning, not a failure.
-    assert_eq!(status_of(&v, "language-missing"), "warn");
+    // A language whose toolchain is missing is not offered: `missing`, naming
+    // the command, not a failure of the host; one whose probe fails is `fail`.
+    assert_eq!(status_of(&v, "language-missing"), "missing");
+    let detail = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["detail"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert!(
+        detail("language-missing").contains("no-such-compiler-judge-runner-test"),
+        "{v}"
+    );
+    assert_eq!(status_of(&v, "language-broken"), "fail");
+    assert!(detail("language-broken").contains("false"), "{v}");
     let o = &v["overhead"];
     assert_eq!(o["runs"], 10, "{v}");
     for key in ["plain_ms", "slot_ms", "ratio"] {

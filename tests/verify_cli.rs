@@ -122,8 +122,8 @@ fn every_folder_a_wrong_expectation_and_hostile_submissions() {
     // No configured language: listed as skipped.
     write(
         &pkg,
-        &format!("{s}/accepted/add.kt"),
-        "fun main() { println(readLine()!!.split(' ').sumOf { it.toLong() }) }\n",
+        &format!("{s}/accepted/add.cob"),
+        "       IDENTIFICATION DIVISION.\n       PROGRAM-ID. ADD.\n",
     );
     write(
         &pkg,
@@ -237,12 +237,12 @@ fn every_folder_a_wrong_expectation_and_hostile_submissions() {
     assert_eq!(tagged["expected"], serde_json::json!(["Accepted"]));
     assert_eq!(tagged["verdict"], "Accepted");
 
-    let kt = row(&rows, "accepted/add.kt");
-    assert_eq!(kt["skipped"], true);
-    assert_eq!(kt["verdict"], Value::Null);
-    assert_eq!(kt["language"], "kt");
+    let cob = row(&rows, "accepted/add.cob");
+    assert_eq!(cob["skipped"], true);
+    assert_eq!(cob["verdict"], Value::Null);
+    assert_eq!(cob["language"], "cob");
     assert!(
-        all.contains("skipped: no configured language for .kt"),
+        all.contains("skipped: no configured language for .cob"),
         "{all}"
     );
 

@@ -65,9 +65,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
 }
 
-/// One check per configured language: its toolchain and version, or why not.
-/// A missing toolchain is a warning (the language is not offered); no language
-/// at all is a failure.
+/// One check per configured language (contract §7): `ok` and its version,
+/// `missing` (a command it needs is not on this host) or `fail` (its version
+/// probe failed), each with why; neither stops the host judging the others.
+/// No language at all is a FAIL.
 fn language_checks(table_file: Option<&std::path::Path>) -> Vec<HostCheck> {
     let table = match table_file {
         Some(path) => LanguageTable::from_file(path),
@@ -87,15 +88,18 @@ fn language_checks(table_file: Option<&std::path::Path>) -> Vec<HostCheck> {
     let mut available = 0;
     for lang in table.iter() {
         let name = format!("language-{}", lang.id);
-        out.push(match language::probe(lang) {
+        out.push(match language::probe_status(lang) {
             Ok(t) => {
                 available += 1;
-                HostCheck::new(&name, CheckStatus::Ok, t.version)
+                HostCheck::new(&name, CheckStatus::Ok, t.to_string())
             }
-            Err(why) => HostCheck::new(
+            Err(why @ language::ProbeError::Missing { .. }) => {
+                HostCheck::new(&name, CheckStatus::Missing, format!("not offered: {why}"))
+            }
+            Err(why @ language::ProbeError::Failed(_)) => HostCheck::new(
                 &name,
-                CheckStatus::Warn,
-                format!("not offered: {why} (install its toolchain to judge it)"),
+                CheckStatus::Broken,
+                format!("not offered: its version probe failed: {why}"),
             ),
         });
     }

@@ -62,6 +62,18 @@ pub fn run(args: JudgeArgs) -> ExitCode {
             }
         }
     };
+    // `--map-language FROM=TO`: both configured, the submission judged as TO.
+    for map in &args.map_language {
+        for id in [&map.from, &map.to] {
+            if languages.get(id).is_none() {
+                return usage(format!(
+                    "--map-language {}={}: unknown language {id:?}",
+                    map.from, map.to
+                ));
+            }
+        }
+    }
+    let language = crate::cli::map_language(&args.map_language, &language).to_string();
     let submission = match read_sources(&args.sources, language) {
         Ok(s) => s,
         Err(e) => return usage(e),
@@ -79,6 +91,11 @@ pub fn run(args: JudgeArgs) -> ExitCode {
         Err(e) => return failure(crate::judge::reason::SANDBOX_FAILED, e),
     };
     let judge = Judge::new(config);
+    // A language whose toolchain this host lacks is refused as bad arguments,
+    // naming the language and the command that is missing.
+    if let Err(e) = judge.toolchain(&submission.language) {
+        return usage(format!("{}: {e}", e.reason()));
+    }
     let options = Options {
         time_limit: args.time_limit.map(|t| t.0),
         ..Options::default()

@@ -22,6 +22,11 @@ pub fn config_from(args: ServeArgs) -> Config {
     config.max_upload = args.max_upload.bytes();
     config.max_connections = args.db_connections;
     config.languages = args.languages;
+    config.language_map = args
+        .map_language
+        .into_iter()
+        .map(|m| (m.from, m.to))
+        .collect();
     config.max_claim_wait = args.max_claim_wait.duration();
     config.webhooks.secret = args.webhook_secret;
     config.webhooks.allow_private = args.webhook_allow_private;

@@ -137,7 +137,73 @@ fn load(
             )));
         }
     }
+    map_languages(args, languages, &mut entries)?;
+    refuse_missing_toolchains(languages, &entries)?;
     Ok((loaded, entries))
+}
+
+/// `--map-language FROM=TO`: both must be configured; a submission detected as
+/// FROM is judged as TO.
+fn map_languages(
+    args: &VerifyArgs,
+    languages: &LanguageTable,
+    entries: &mut [Entry],
+) -> Result<(), ExitCode> {
+    for map in &args.map_language {
+        for id in [&map.from, &map.to] {
+            if languages.get(id).is_none() {
+                return Err(usage(format!(
+                    "--map-language {}={}: unknown language {id:?}",
+                    map.from, map.to
+                )));
+            }
+        }
+    }
+    for entry in entries.iter_mut().filter(|e| e.skip.is_none()) {
+        let to = crate::cli::map_language(&args.map_language, &entry.language).to_string();
+        entry.submission.language.clone_from(&to);
+        entry.language = to;
+    }
+    Ok(())
+}
+
+/// Submissions in a configured language whose toolchain this host lacks are
+/// listed as skipped (the others are still verified), each language said once
+/// here with the command that is missing; when that leaves nothing to judge,
+/// verify refuses as for bad arguments (exit 2).
+fn refuse_missing_toolchains(languages: &LanguageTable, entries: &[Entry]) -> Result<(), ExitCode> {
+    let mut missing: Vec<(String, String)> = Vec::new();
+    let mut judgeable = 0usize;
+    let mut probed: std::collections::BTreeMap<&str, bool> = std::collections::BTreeMap::new();
+    for entry in entries.iter().filter(|e| e.skip.is_none()) {
+        let ok = *probed.entry(entry.language.as_str()).or_insert_with(|| {
+            let Some(language) = languages.get(&entry.language) else {
+                return false;
+            };
+            match crate::judge::language::probe(language) {
+                Ok(_) => true,
+                Err(why) => {
+                    missing.push((entry.language.clone(), why));
+                    false
+                }
+            }
+        });
+        judgeable += usize::from(ok);
+    }
+    for (id, why) in &missing {
+        eprintln!("warning: submissions in {id} are skipped: {why}");
+    }
+    if judgeable == 0 && !missing.is_empty() {
+        let said: Vec<String> = missing
+            .iter()
+            .map(|(id, why)| format!("{id}: {why}"))
+            .collect();
+        return Err(usage(format!(
+            "no submission can be judged on this host: {}",
+            said.join("; ")
+        )));
+    }
+    Ok(())
 }
 
 /// The table, each row's error, the JSON report; 0 when every verdict matched.

@@ -122,8 +122,9 @@ fn load_problem(dir: &Path, languages: &LanguageTable) -> Result<ExampleProblem,
     for warning in warnings {
         tracing::warn!("{name}: {warning}");
     }
-    let cases = entries
+    let cases: Vec<ExampleCase> = entries
         .into_iter()
+        .flat_map(|entry| with_pypy(entry, languages))
         .map(|entry| ExampleCase {
             problem: name.clone(),
             label: format!("{name}/{}", entry.label),
@@ -144,6 +145,28 @@ fn load_problem(dir: &Path, languages: &LanguageTable) -> Result<ExampleProblem,
         problem,
         cases,
     })
+}
+
+/// The language `.py` examples are judged in again, PyPy (Kattis' Python 3).
+const PYPY: &str = "pypy3";
+
+/// An example, and when it is an accepted Python 3 one and the table has
+/// PyPy, the same source as a pypy3 submission too (labelled `... [pypy3]`):
+/// `.py` means python3 (contract §7), so without this no example would show
+/// PyPy.
+fn with_pypy(entry: verify::Entry, languages: &LanguageTable) -> Vec<verify::Entry> {
+    let twin = (entry.language == "python3"
+        && entry.folder == "accepted"
+        && entry.skip.is_none()
+        && languages.get(PYPY).is_some())
+    .then(|| {
+        let mut twin = entry.clone();
+        twin.label = format!("{} [{PYPY}]", entry.label);
+        twin.language = PYPY.to_string();
+        twin.submission.language = PYPY.to_string();
+        twin
+    });
+    std::iter::once(entry).chain(twin).collect()
 }
 
 fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> ExampleError {

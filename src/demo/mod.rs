@@ -94,6 +94,9 @@ async fn demo(options: Options) -> anyhow::Result<bool> {
         token.clone(),
     );
     config.listen = "127.0.0.1:0".to_string();
+    // Every language of the table, not the contract's default five: the
+    // examples are in all of them.
+    config.languages = languages.ids().map(String::from).collect();
     let server = server::start(config, Arc::new(server::SystemClock)).await?;
     let manager = Manager::new(&server.base_url(), &token);
     // Where to look while it runs (the console, the API with this token).
@@ -112,6 +115,7 @@ async fn demo(options: Options) -> anyhow::Result<bool> {
             token.clone(),
         );
         config.listen = "127.0.0.1:0".to_string();
+        config.languages = languages.ids().map(String::from).collect();
         let b = server::start(config, Arc::new(server::SystemClock)).await?;
         eprintln!(
             "judge-runner demo: judged at a second Server on {}, through a forwarding Runner",
@@ -402,10 +406,16 @@ mod tests {
             .map(String::from)
             .collect();
         let banner = banner_languages(&problems, &offered);
-        assert_eq!(banner, "the examples are in c, cpp, python3");
+        // Every language of the table has examples (contract §7).
+        assert_eq!(
+            banner,
+            "the examples are in c, cpp, csharp, go, java, javascript, kotlin, pypy3, python3, rust"
+        );
         let banner = banner_languages(&problems, &offered[..2]);
         assert!(
-            banner.ends_with("(no toolchain here for python3)"),
+            banner.ends_with(
+                "(no toolchain here for csharp, go, java, javascript, kotlin, pypy3, python3, rust)"
+            ),
             "{banner}"
         );
     }

@@ -70,9 +70,13 @@ pub(crate) fn compile(
     if let Err(why) = check_names(&submission.files) {
         return Ok(Compiled::Failed { log: why });
     }
-    // The names the files are written under (Java: after their public class).
+    // The names the files are written under (Java: after their public class;
+    // javac's rule, so only `.java` files: a Kotlin file keeps its name, which
+    // names its `FooKt` class).
     let names: Vec<String> = match language.main_class {
-        MainClassRule::ClassFiles => java::file_names(&submission.files, |n| language.is_source(n)),
+        MainClassRule::ClassFiles => java::file_names(&submission.files, |n| {
+            language.is_source(n) && n.ends_with(".java")
+        }),
         MainClassRule::FileName => submission.files.iter().map(|f| f.name.clone()).collect(),
     };
     // In the order given: the first source's main class wins (Java).
@@ -111,6 +115,7 @@ pub(crate) fn compile(
                 toolchain.dir.clone(),
             );
             let argv = language::expand(template, &vars);
+            let env = language::expand_env(&language.env, &vars);
             let limits = &language.compile_limits;
             // A package's `limits.compilation_time` is both limits, like the table's.
             let (time, wall) = match problem.limits.compilation_time {
@@ -122,7 +127,7 @@ pub(crate) fn compile(
                 dir: &dir,
                 argv,
                 binds: &toolchain_binds,
-                env: &language.env,
+                env: &env,
                 time,
                 wall,
                 memory_mib: problem
@@ -161,7 +166,7 @@ pub(crate) fn compile(
     Ok(Compiled::Program(Program {
         argv: language::expand(&language.run, &vars),
         binds,
-        env: language.env.clone(),
+        env: language::expand_env(&language.env, &vars),
         processes: language.run_processes,
         log,
     }))

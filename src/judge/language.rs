@@ -273,16 +273,43 @@ impl Toolchain {
     }
 }
 
+/// Why a language's toolchain is not offered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeError {
+    /// A command the language needs is not on this host.
+    Missing { command: String },
+    /// The toolchain is there but its probe failed (exit status, timeout,
+    /// a `toolchain` command printing no directory).
+    Failed(String),
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeError::Missing { command } => write!(
+                f,
+                "command `{command}` not found (looked in {SANDBOX_PATH}): install its toolchain"
+            ),
+            ProbeError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Finds the language's toolchain and runs its version probe, on the host.
 pub fn probe(language: &Language) -> Result<Toolchain, String> {
+    probe_status(language).map_err(|e| e.to_string())
+}
+
+/// [`probe`], telling a missing toolchain from one that does not work.
+pub fn probe_status(language: &Language) -> Result<Toolchain, ProbeError> {
     let dir = match &language.toolchain {
         Some(cmd) => {
             let out = host_output(cmd, None)?;
             let dir = PathBuf::from(out.trim());
             if !dir.is_absolute() || !dir.is_dir() {
-                return Err(format!(
+                return Err(ProbeError::Failed(format!(
                     "toolchain command printed {dir:?}, not a directory"
-                ));
+                )));
             }
             Some(dir)
         }
@@ -294,20 +321,28 @@ pub fn probe(language: &Language) -> Result<Toolchain, String> {
     };
     let version = expand(&language.version, &vars);
     let out = host_output(&version, Some(SANDBOX_PATH))?;
-    let version = out
-        .lines()
-        .find(|l| !l.trim().is_empty())
+    Ok(Toolchain {
+        dir,
+        version: version_line(&out),
+    })
+}
+
+/// The first line of a version probe's output that says something: not empty,
+/// not a JVM's warning about its options (Debian's kotlinc passes `-noverify`,
+/// which JDK 13 and later warn about before kotlinc prints its version).
+fn version_line(out: &str) -> String {
+    out.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.contains("VM warning:"))
         .unwrap_or("")
-        .trim()
-        .to_string();
-    Ok(Toolchain { dir, version })
+        .to_string()
 }
 
 /// Runs a command on the host and answers its stdout (stderr when stdout is
 /// empty: `javac -version` prints there), or why it failed.
-fn host_output(argv: &[String], path_env: Option<&str>) -> Result<String, String> {
+fn host_output(argv: &[String], path_env: Option<&str>) -> Result<String, ProbeError> {
     let Some((program, args)) = argv.split_first() else {
-        return Err("empty command".to_string());
+        return Err(ProbeError::Failed("empty command".to_string()));
     };
     let program = match path_env {
         Some(_) => resolve_program(program),
@@ -321,12 +356,30 @@ fn host_output(argv: &[String], path_env: Option<&str>) -> Result<String, String
     if let Some(p) = path_env {
         cmd.env("PATH", p);
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
-    let output = wait_with_timeout(child, PROBE_TIMEOUT).map_err(|e| format!("{program}: {e}"))?;
+    let child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ProbeError::Missing {
+                command: program.clone(),
+            }
+        } else {
+            ProbeError::Failed(format!("cannot run {program}: {e}"))
+        }
+    })?;
+    let output = wait_with_timeout(child, PROBE_TIMEOUT)
+        .map_err(|e| ProbeError::Failed(format!("{program}: {e}")))?;
     if !output.status.success() {
-        return Err(format!("`{}` failed ({})", argv.join(" "), output.status));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said = version_line(&stderr);
+        let said = if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {said}")
+        };
+        return Err(ProbeError::Failed(format!(
+            "`{}` failed ({}){said}",
+            argv.join(" "),
+            output.status
+        )));
     }
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if stdout.trim().is_empty() {
@@ -457,41 +510,56 @@ pub fn main_file(files: &[String]) -> Option<String> {
         .map(|f| (*f).clone())
 }
 
+impl Vars {
+    /// One argument (or environment value) with its metavariables replaced.
+    fn substitute(&self, token: &str) -> String {
+        let capital = {
+            let mut c = self.mainclass.chars();
+            c.next()
+                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+                .unwrap_or_default()
+        };
+        let toolchain = self
+            .toolchain
+            .as_ref()
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        token
+            .replace("{path}", &self.path)
+            .replace("{binary}", &self.binary)
+            .replace("{mainfile}", &self.mainfile)
+            .replace("{Mainclass}", &capital)
+            .replace("{mainclass}", &self.mainclass)
+            .replace("{memlim}", &self.memlim_mib.to_string())
+            .replace("{toolchain}", &toolchain)
+    }
+}
+
 /// Expands a command template: `{files}` alone becomes one argument per file;
 /// other metavariables are replaced inside their argument.
 pub fn expand(template: &[String], vars: &Vars) -> Vec<String> {
-    let capital = {
-        let mut c = vars.mainclass.chars();
-        c.next()
-            .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-            .unwrap_or_default()
-    };
-    let toolchain = vars
-        .toolchain
-        .as_ref()
-        .map(|d| d.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut out = Vec::with_capacity(template.len() + vars.files.len());
     for token in template {
         if token == "{files}" {
             out.extend(vars.files.iter().cloned());
             continue;
         }
-        out.push(
-            token
-                .replace("{path}", &vars.path)
-                .replace("{binary}", &vars.binary)
-                .replace("{mainfile}", &vars.mainfile)
-                .replace("{Mainclass}", &capital)
-                .replace("{mainclass}", &vars.mainclass)
-                .replace("{memlim}", &vars.memlim_mib.to_string())
-                .replace("{toolchain}", &toolchain),
-        );
+        out.push(vars.substitute(token));
     }
     if let Some(first) = out.first_mut() {
         *first = resolve_program(first);
     }
     out
+}
+
+/// A language's `env` with the metavariables of its values replaced (`{memlim}`:
+/// the compile step's memory in a compile, the problem's in a run), so a
+/// runtime's heap follows the limit (`PYPY_GC_MAX`, `GOMEMLIMIT`,
+/// `MONO_GC_PARAMS`).
+pub fn expand_env(env: &[(String, String)], vars: &Vars) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| (k.clone(), vars.substitute(v)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -503,7 +571,29 @@ mod tests {
     fn builtin_table_has_the_contract_languages() {
         let t = LanguageTable::builtin().unwrap();
         let ids: Vec<&str> = t.ids().collect();
-        assert_eq!(ids, ["c", "cpp", "java", "python3", "rust"]);
+        assert_eq!(
+            ids,
+            [
+                "c",
+                "cpp",
+                "csharp",
+                "go",
+                "java",
+                "javascript",
+                "kotlin",
+                "pypy3",
+                "python3",
+                "rust"
+            ]
+        );
+        // Contract §7: a `.py` file is python3 (CPython) unless pypy3 is named.
+        assert_eq!(t.detect("x.py").unwrap().id, "python3");
+        assert_eq!(t.detect("Main.kt").unwrap().id, "kotlin");
+        assert_eq!(t.detect("main.go").unwrap().id, "go");
+        assert_eq!(t.detect("a.js").unwrap().id, "javascript");
+        assert_eq!(t.detect("Program.cs").unwrap().id, "csharp");
+        let py = ["a.py", "b.py"];
+        assert_eq!(t.detect_program(py.iter().copied()).unwrap().id, "python3");
         assert_eq!(t.detect("a.c").unwrap().id, "c");
         assert_eq!(t.detect("a.cpp").unwrap().id, "cpp");
         assert_eq!(t.detect("a.cc").unwrap().id, "cpp");
@@ -550,6 +640,38 @@ mod tests {
     }
 
     #[test]
+    fn runtime_heaps_follow_the_memory_limit() {
+        let t = LanguageTable::builtin().unwrap();
+        let vars = Vars::for_program("/submission", &["a.x".into()], 300, None);
+        let env = |id: &str| expand_env(&t.get(id).unwrap().env, &vars);
+        let has = |id: &str, k: &str, v: &str| {
+            assert!(
+                env(id).iter().any(|(a, b)| a == k && b == v),
+                "{id}: {:?}",
+                env(id)
+            );
+        };
+        has("pypy3", "PYPY_GC_MAX", "300MB");
+        has("go", "GOMEMLIMIT", "300MiB");
+        has("go", "GOCACHE", "/box/.cache/go-build");
+        has("csharp", "MONO_GC_PARAMS", "max-heap-size=300m");
+        let run = |id: &str| expand(&t.get(id).unwrap().run, &vars);
+        assert!(run("javascript").contains(&"--max-old-space-size=300".to_string()));
+        assert!(run("kotlin").contains(&"-J-Xmx300m".to_string()));
+        assert_eq!(
+            t.get("kotlin").unwrap().main_class,
+            MainClassRule::ClassFiles
+        );
+    }
+
+    #[test]
+    fn a_jvm_warning_is_not_the_version() {
+        let out = "OpenJDK 64-Bit Server VM warning: Options -Xverify:none and -noverify were deprecated\ninfo: kotlinc-jvm 1.3.31\n";
+        assert_eq!(version_line(out), "info: kotlinc-jvm 1.3.31");
+        assert_eq!(version_line("\n  go version go1.19\n"), "go version go1.19");
+    }
+
+    #[test]
     fn bad_tables_are_refused() {
         assert!(LanguageTable::from_yaml("c: {name: C}").is_err());
         assert!(
@@ -574,5 +696,19 @@ mod tests {
         .unwrap();
         let err = probe(t.get("nope").unwrap()).unwrap_err();
         assert!(err.contains("definitely-not-installed-xyz"), "{err}");
+        assert_eq!(
+            probe_status(t.get("nope").unwrap()).unwrap_err(),
+            ProbeError::Missing {
+                command: "definitely-not-installed-xyz".to_string()
+            }
+        );
+        let t = LanguageTable::from_yaml(
+            "broken: {name: Broken, extensions: [b], run: x, version: false}",
+        )
+        .unwrap();
+        assert!(matches!(
+            probe_status(t.get("broken").unwrap()).unwrap_err(),
+            ProbeError::Failed(_)
+        ));
     }
 }

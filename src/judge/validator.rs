@@ -273,7 +273,7 @@ fn build(
             dir: &dir,
             argv: language::expand(template, &vars),
             binds: &binds,
-            env: &language.env,
+            env: &language::expand_env(&language.env, &vars),
             time: limits.time,
             wall: limits.effective_wall(),
             memory_mib: limits.memory,
@@ -291,8 +291,8 @@ fn build(
     );
     Ok(BuiltValidator {
         argv: language::expand(&language.run, &vars),
+        env: language::expand_env(&language.env, &vars),
         binds,
-        env: language.env.clone(),
         ..base
     })
 }

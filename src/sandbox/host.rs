@@ -26,15 +26,24 @@ pub enum CheckStatus {
     Warn,
     /// The sandbox cannot work (or is unsafe) until this is fixed.
     Fail,
+    /// A language whose toolchain is not on this host: not offered (contract
+    /// §7), the host can still judge the others.
+    Missing,
+    /// A language whose toolchain is there but does not answer its version
+    /// probe: not offered either; `fail`, in lower case, unlike a host FAIL.
+    Broken,
 }
 
 impl CheckStatus {
-    /// The word printed and written to JSON: `ok`, `warn`, `FAIL`.
+    /// The word printed and written to JSON: `ok`, `warn`, `FAIL`; a
+    /// language's `missing` or `fail`.
     pub fn as_str(self) -> &'static str {
         match self {
             CheckStatus::Ok => "ok",
             CheckStatus::Warn => "warn",
             CheckStatus::Fail => "FAIL",
+            CheckStatus::Missing => "missing",
+            CheckStatus::Broken => "fail",
         }
     }
 }

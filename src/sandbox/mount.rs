@@ -32,8 +32,10 @@ const SYSTEM_DIRS: [&str; 8] = [
 ];
 /// The parts of `/etc` programs need: the dynamic loader's cache, `alternatives`
 /// (python3, java and others are links through it), TLS certificates, the JVM's
-/// configuration, time zone and name-service switch.
-const ETC_ENTRIES: [&str; 10] = [
+/// configuration, Mono's (`/etc/mono/config` maps `System.Native` to
+/// `libmono-native.so`: without it no C# program opens a file), time zone and
+/// name-service switch.
+const ETC_ENTRIES: [&str; 11] = [
     "ld.so.cache",
     "ld.so.conf",
     "ld.so.conf.d",
@@ -42,6 +44,7 @@ const ETC_ENTRIES: [&str; 10] = [
     "ca-certificates",
     "java-17-openjdk",
     "java-21-openjdk",
+    "mono",
     "localtime",
     "nsswitch.conf",
 ];

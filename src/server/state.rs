@@ -44,6 +44,10 @@ pub struct Config {
     /// Languages a submission or trial may name (`--languages`); any other is
     /// refused with 422 `language.unknown`.
     pub languages: Vec<String>,
+    /// `--map-language FROM=TO`: a submission or trial naming FROM is stored
+    /// (and judged) as TO, which must be in `languages` (python3 → pypy3 is
+    /// Kattis' Python 3). The first mapping of a language wins.
+    pub language_map: Vec<(String, String)>,
     /// Webhook settings (`callback_url`).
     pub webhooks: WebhookConfig,
 }
@@ -114,6 +118,7 @@ impl Config {
             max_connections: 16,
             max_claim_wait: Duration::from_secs(60),
             languages: DEFAULT_LANGUAGES.split(',').map(String::from).collect(),
+            language_map: Vec::new(),
             webhooks: WebhookConfig::default(),
         }
     }
@@ -134,6 +139,15 @@ impl Config {
         }
         if self.languages.is_empty() || self.languages.iter().any(|l| l.trim().is_empty()) {
             return bad("--languages must name at least one language, without empty names");
+        }
+        if let Some((from, to)) = self
+            .language_map
+            .iter()
+            .find(|(from, to)| from == to || !self.languages.contains(to))
+        {
+            return Err(ServerError::Config(format!(
+                "--map-language {from}={to}: {to} must be one of --languages (and differ from {from})"
+            )));
         }
         if self.webhooks.secret.as_ref().is_some_and(|s| s.is_empty()) {
             return bad("JUDGE_WEBHOOK_SECRET must not be empty when set");
@@ -175,10 +189,18 @@ impl Deref for AppState {
 }
 
 impl Shared {
-    /// Refuses a language this Server does not accept (`--languages`).
-    pub fn check_language(&self, language: &str) -> Result<(), crate::server::error::ApiError> {
-        if self.config.languages.iter().any(|l| l == language) {
-            return Ok(());
+    /// The language a submission naming `language` is stored under
+    /// (`--map-language`), or 422 when this Server does not accept it
+    /// (`--languages`; a mapped language is accepted when its target is).
+    pub fn check_language(&self, language: &str) -> Result<String, crate::server::error::ApiError> {
+        let mapped = self
+            .config
+            .language_map
+            .iter()
+            .find(|(from, _)| from == language)
+            .map_or(language, |(_, to)| to.as_str());
+        if self.config.languages.iter().any(|l| l == mapped) {
+            return Ok(mapped.to_string());
         }
         Err(crate::server::error::ApiError::LanguageUnknown {
             language: language.to_string(),

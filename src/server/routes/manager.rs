@@ -321,7 +321,7 @@ pub async fn create_submission(
         return Ok(attempt_created(first, true));
     }
     check_name("language", &body.language)?;
-    state.check_language(&body.language)?;
+    let language = state.check_language(&body.language)?;
     check_files(&body.files)?;
     if let Some(url) = &body.callback_url {
         let host = headers
@@ -336,7 +336,7 @@ pub async fn create_submission(
         .db
         .create_submission(
             body.problem_id,
-            &body.language,
+            &language,
             &files_json,
             body.callback_url.as_deref(),
             remember.as_ref(),

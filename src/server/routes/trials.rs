@@ -116,7 +116,7 @@ pub async fn create(
         .language
         .ok_or_else(|| ApiError::invalid("the `language` part is missing"))?;
     check_name("language", &language)?;
-    state.check_language(&language)?;
+    let language = state.check_language(&language)?;
     check_files(&form.files)?;
     let path = package.temp.to_path_buf();
     tokio::task::spawn_blocking(move || packages::validate(&path, "the `package` part"))
