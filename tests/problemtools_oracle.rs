@@ -868,7 +868,9 @@ fn run_problemtools(pt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
 
 /// BAPCtools's own language table runs `.py` files with PyPy (`pypy3`) whenever
 /// it is installed (its `python3` entry; CPython is `cpython3`, one priority
-/// lower), as Kattis does. judge-runner's `python3` is CPython (the contract;
+/// lower), as Kattis does — and PyPy does not even start under BAPCtools's
+/// address-space limit (RLIMIT_AS = the memory limit), so every `.py` was a
+/// Run-Time Error there. judge-runner's `python3` is CPython (the contract;
 /// PyPy is `pypy3`), so the comparison points BAPCtools's `python3` at CPython
 /// through its per-user configuration (`$XDG_CONFIG_HOME/bapctools/languages.yaml`,
 /// merged over its own): both tools run the same interpreter, on hosts with
@@ -906,17 +908,6 @@ fn run_bapctools(bt: &Path, pkg: &Path, tmp: &Path) -> (Theirs, String) {
         .env("XDG_CONFIG_HOME", &config)
         .output()
         .unwrap();
-    // BAPCtools runs Python 3 with PyPy when `pypy3` is installed (it is, for
-    // our pypy3 entry), and PyPy does not start under its address-space limit
-    // (RLIMIT_AS = the memory limit): as problemtools' venv.sh does, Python 3
-    // is CPython, the contract's, through its per-user language override.
-    let config = tmp.join("bt-config");
-    std::fs::create_dir_all(config.join("bapctools")).unwrap();
-    std::fs::write(
-        config.join("bapctools/languages.yaml"),
-        "python3:\n  name: 'Python 3 (python3)'\n  compile: 'python3 -m py_compile {files}'\n  run: 'python3 \"{mainfile}\"'\n",
-    )
-    .unwrap();
     let mut cmd = Command::new(bt.join("bin/bt"));
     // Its build directory (`bapctools_*`) goes into the test's, removed after.
     cmd.args(["run", "--no-bar"])
