@@ -715,13 +715,18 @@ impl Db {
         const CLAIMS: &str = "SELECT COUNT(*) FROM jobs WHERE claimed_ms >= $1";
         const RESULTS: &str = "SELECT COUNT(*) FROM results WHERE created_ms >= $1";
         let since = now.saturating_sub(RATE_WINDOW_MS);
+        // Five statements at once, each on its own reader connection (they were
+        // never one snapshot): the two counts of the window's claims and Results
+        // are most of the time (an index-only count of every claim and Result of
+        // the last hour; see BENCHMARKS.md "Listing").
         let (states, languages, oldest, claims, results): QueueRows = on_reader!(self, pool => {
-            let states = sqlx::query_as(BY_STATE).fetch_all(pool).await?;
-            let languages = sqlx::query_as(BY_LANGUAGE).fetch_all(pool).await?;
-            let oldest = sqlx::query_scalar(OLDEST).fetch_optional(pool).await?;
-            let claims = sqlx::query_scalar(CLAIMS).bind(since).fetch_one(pool).await?;
-            let results = sqlx::query_scalar(RESULTS).bind(since).fetch_one(pool).await?;
-            Ok::<_, sqlx::Error>((states, languages, oldest, claims, results))
+            tokio::try_join!(
+                sqlx::query_as(BY_STATE).fetch_all(pool),
+                sqlx::query_as(BY_LANGUAGE).fetch_all(pool),
+                sqlx::query_scalar(OLDEST).fetch_optional(pool),
+                sqlx::query_scalar(CLAIMS).bind(since).fetch_one(pool),
+                sqlx::query_scalar(RESULTS).bind(since).fetch_one(pool),
+            )
         })?;
         let mut by_state: BTreeMap<String, i64> = JobState::ALL
             .iter()
