@@ -11,7 +11,9 @@
 //!
 //! Each filter has an index (migration 0007): `jobs (state, id)`, `(language,
 //! id)`, `(runner_id, id)`, `results (verdict,
-//! evaluation_job_id)`, `submissions (language, id)`, `(problem_id, id)`.
+//! evaluation_job_id)`, `submissions (language, id)`, `(problem_id, id)`; and
+//! (migration 0009) `jobs (state, language, id)` for both filters together and
+//! `jobs (state, submission_id)` for a submissions page of one state.
 
 use std::collections::BTreeMap;
 
