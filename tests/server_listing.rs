@@ -394,6 +394,26 @@ async fn submissions_list_their_latest_attempt(backend: Backend) {
     assert_eq!(ids(&page, "submission_id"), Vec::<i64>::new());
     let (_, page) = s.get("/api/submissions?state=Queued", MANAGER).await;
     assert_eq!(ids(&page, "submission_id"), [s2, s1]);
+    // ... and the state too: s1's first attempt is Completed, its latest is not.
+    let (_, page) = s.get("/api/submissions?state=Completed", MANAGER).await;
+    assert_eq!(ids(&page, "submission_id"), Vec::<i64>::new());
+    // A state's pages walk by submission, newest first, with a cursor.
+    let (_, page) = s
+        .get("/api/submissions?state=Queued&limit=1", MANAGER)
+        .await;
+    assert_eq!(ids(&page, "submission_id"), [s2]);
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a second page")
+        .to_string();
+    let (_, page) = s
+        .get(
+            &format!("/api/submissions?state=Queued&limit=1&cursor={cursor}"),
+            MANAGER,
+        )
+        .await;
+    assert_eq!(ids(&page, "submission_id"), [s1]);
+    assert!(page["next_cursor"].is_null());
     let (_, page) = s.get("/api/submissions?language=cpp", MANAGER).await;
     assert_eq!(ids(&page, "submission_id"), [s2]);
     let (_, page) = s.get("/api/jobs?verdict=Accepted", MANAGER).await;
